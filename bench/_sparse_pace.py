@@ -20,9 +20,12 @@ the device's idle: its second event runs the moment the host records it if the d
 those pieces' sum, the device's busy time its span less that; the device's lag behind the host at
 each mark (less the block's least: ~0 where the device waits) says where the host is behind.
 
-``--ab`` ways (environment settings) alternate block by block in one simulation, the order reversed
-each round. The marks' own host cost (an event record and a clock read, ~3 µs) shows as the marked
-blocks' pace against the plain ones'. ``analyse`` and ``summary`` are pure arithmetic (unit tests).
+``--ab`` ways (environment settings) alternate block by block in one simulation, the blocks' order
+(way and kind) turned by one each round: the states move on (the 8M dam break's bricks grow ~10× over
+120 substeps), so call 1's fixed order (synced, substep, step) ranked the kinds by when they ran. The
+marks' own host cost shows as the marked blocks' pace against the plain ones' (call 1: +0.6 ms a substep,
+~50 marks: the marked blocks locate the idle, the plain ones give the pace). ``analyse`` and ``summary``
+are pure arithmetic (unit tests).
 """
 
 from __future__ import annotations
@@ -184,10 +187,13 @@ def _use(ways, w):
         os.environ[name] = value
 
 
-def run_pace(n, particles, steps, warm, rounds, ways, timed_sparse_substep, stages, kind="dam"):
+KINDS = ("synced", "substep", "step", "substep marked", "step marked")
+
+
+def run_pace(n, particles, steps, warm, rounds, ways, timed_sparse_substep, stages, kind="dam", kinds=KINDS):
     """One simulation of the row (*n*³, *particles*); per round and way (environment *ways*, alternating,
-    the order reversed each round) the blocks of the module notes, *steps* substeps each, after *warm*
-    synced substeps a way; prints each way's lines."""
+    the order turned each round) the blocks of the module notes, *steps* substeps each, after *warm*
+    synced substeps a way (*kinds*: the blocks run, ``KINDS``'); prints each way's lines."""
     import cupy as cp
 
     from _sparse_scene import scene
@@ -204,8 +210,7 @@ def run_pace(n, particles, steps, warm, rounds, ways, timed_sparse_substep, stag
         _use(ways, w)
         for _ in range(warm):
             timed_sparse_substep(sim, dt, ev, sub)
-    kinds = ("synced", "substep", "step", "substep marked", "step marked")
-    out = {w: {k: [] for k in kinds} for w in range(len(ways))}
+    out = {w: {k: [] for k in KINDS} for w in range(len(ways))}
     pairs = [(w, k) for k in kinds for w in range(len(ways))]
     for r in range(rounds):  # the states move on (the bricks grow): each round the blocks' order turns by one
         trend = []
@@ -225,11 +230,14 @@ def run_pace(n, particles, steps, warm, rounds, ways, timed_sparse_substep, stag
           "blocks a way and kind (module notes of bench/_sparse_pace.py)")
     for w, way in enumerate(ways):
         o = out[w]
-        ms = np.median(np.array([r[0] for r in o["synced"]]), axis=0)
-        print(f"{' '.join(way) or '(defaults)'}: synced row | " + " | ".join(f"{k} {m:.3f}" for k, m in
-                                                                             zip(stages, ms))
-              + f" | substep {sum(ms):.2f} ms | CG it {[r[1] for r in o['synced']]}")
+        print(f"{' '.join(way) or '(defaults)'}:")
+        if o["synced"]:
+            ms = np.median(np.array([r[0] for r in o["synced"]]), axis=0)
+            print("   synced row | " + " | ".join(f"{k} {m:.3f}" for k, m in zip(stages, ms))
+                  + f" | substep {sum(ms):.2f} ms | CG it {[r[1] for r in o['synced']]}")
         for name in ("substep", "step"):
+            if not o[name] or not o[name + " marked"]:
+                continue
             plain, marked = summary(o[name])[0], summary(o[name + " marked"])
             med, rows = marked
             print(f"   {name:7s} paced: device {plain['span']:.3f} ms a substep (host {plain['host']:.3f}); marked: "

@@ -307,9 +307,10 @@ def run_ways(args):
     n, particles = ROWS[args.row or "8m"]
     ways = [[x for x in way if x] for way in args.ab or [[]]]
     if args.pace:
-        from _sparse_pace import run_pace
+        from _sparse_pace import KINDS, run_pace
 
-        run_pace(n, particles, args.pace, args.warm, args.rounds, ways, timed_sparse_substep, STAGES)
+        run_pace(n, particles, args.pace, args.warm, args.rounds, ways, timed_sparse_substep, STAGES,
+                 kinds=tuple(args.pace_kinds or KINDS))
     else:
         run_ab(n, particles, args.steps, args.warm, ways)
 
@@ -373,6 +374,7 @@ def main():
     ap.add_argument("--pace", type=int, default=0, metavar="N",
                     help="the substep as the simulation runs it, blocks of N substeps (_sparse_pace.py)")
     ap.add_argument("--rounds", type=int, default=2, help="with --pace: rounds of blocks a way")
+    ap.add_argument("--pace-kinds", nargs="+", default=None, help="with --pace: the blocks run (_sparse_pace.KINDS)")
     args = ap.parse_args()
     import cupy as cp
 
