@@ -39,7 +39,9 @@ extern "C" __global__ void spin(long long ns) {
 
 # name → -D options ("0": the module's own kernels)
 VARIANTS = {"0": None, "1": (), "1:vecs2": ("-DSCAN_VECS=2",), "1:vecs8": ("-DSCAN_VECS=8",),
-            "1:window1": ("-DSCAN_WINDOW=1",), "1:blocks5": ("-DSCAN_WIDE_BLOCKS=5",)}
+            "1:window1": ("-DSCAN_WINDOW=1",), "1:blocks5": ("-DSCAN_WIDE_BLOCKS=5",),
+            "1:w1+b5": ("-DSCAN_WINDOW=1", "-DSCAN_WIDE_BLOCKS=5"),
+            "1:v8+w1+b5": ("-DSCAN_VECS=8", "-DSCAN_WINDOW=1", "-DSCAN_WIDE_BLOCKS=5")}
 
 # name → (A's rows, n_a, n_b or 0 for a single scan): the 8M row (session 22's call 1)
 SHAPES = {"level 0 (3 x 1,743,360)": (3, 1_743_360, 0), "level 0 (3 x 1,884,160)": (3, 1_884_160, 0),
@@ -119,7 +121,7 @@ def main():
         print(f"\n{shape}: {items:,} items, {8 * items / 1e6:.1f} MB read + written")
         for v in runs:
             t1, tr = float(np.median(one[v])), float(np.median(run[v]))
-            print(f"  way {v:10s} one {t1 * 1e3:7.2f} us ({8 * items / t1 / 1e6:6.0f} GB/s)  run {tr * 1e3:7.2f} us"
+            print(f"  way {v:11s} one {t1 * 1e3:7.2f} us ({8 * items / t1 / 1e6:6.0f} GB/s)  run {tr * 1e3:7.2f} us"
                   f"  same as cumsum: {same[v]}")
 
 

@@ -42,21 +42,25 @@ def scan_tile(n, width=8) -> int:
     return max(width * THREADS, -(-int(n) // (_SCAN_TILES * THREADS)) * THREADS)
 
 
-# VOXFX_SPARSE_SCAN_WAY (read at each scan, ``scan_way``; s22a, session 22): the look-back
-# kernels' way of a tile (cuda/flip_sparse_pressure_scan.cu's notes). "0": scan_lookback and
+# VOXFX_SPARSE_SCAN_WAY (read at each scan, ``scan_way``; s22a, session 22; "1" the default since
+# its device call): the look-back kernels' way of a tile (cuda/flip_sparse_pressure_scan.cu's
+# notes). "0": scan_lookback and
 # scan_lookback_pair — tiles of ``scan_tile`` (the SCAN_TILE floor), read twice, chunks of 8
 # items a thread, a 32-tile look-back window. "1": scan_lookback_wide and scan_lookback_pair_wide
 # — tiles of _WIDE_TILE items read once into registers (int4 loads and stores), a 128-tile
 # window; where the rows' tiles overflow the status words (more than 4,096 tiles: ~16.7M items)
 # the "0" kernels. The same integers (host harness; tests/gpu/test_flip_sparse_pressure_scan_
-# wide_gpu.py).
+# wide_gpu.py). H100 80GB HBM3 (bench/flip_sparse_setup_kernels.py, 8M row, both orders): level 0's
+# scan 0.069 / 0.071 → 0.025 / 0.024 ms (~1.65 TB/s of its 41 MB), the coarse levels' two pairs
+# 0.029 / 0.031 → 0.019 / 0.018 and two singles 0.018 / 0.017 → 0.015 / 0.015: the seven scans
+# 0.115 / 0.119 → 0.059 / 0.056 ms of device a substep.
 SCAN_WAYS = ("0", "1")
 _WIDE_TILE = 16 * THREADS  # SCAN_VECS int4 vectors a thread
 
 
 def scan_way(given=None) -> str:
     """The look-back kernels' way of a tile (``SCAN_WAYS``)."""
-    return env_choice("VOXFX_SPARSE_SCAN_WAY", SCAN_WAYS, given)
+    return env_choice("VOXFX_SPARSE_SCAN_WAY", SCAN_WAYS, given, default="1")
 
 
 def _wide(*row_sets) -> bool:
