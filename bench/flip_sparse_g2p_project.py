@@ -26,7 +26,9 @@ projection (topology, P2G, pressure: the pressure p and the faces u* kept), then
    (``kernels/cuda/include/voxfx_g2p_block_table.cuh``, e.g. main's from ``git archive``) in place
    of this tree's, in this process (two encodings of one kernel timed side by side); the corners
    ``table-centred`` (helper h21n): table with ``VOXFX_SPARSE_G2P_TABLE_CODE=centred`` (h21g's per-axis
-   code in the time-centred entries).
+   code in the time-centred entries). ``CORNERS+kept`` (helper s22c): the launch's scalars kept
+   (``VOXFX_SPARSE_G2P_ARGS=kept``), else plain; each way's host time of the call is printed too (the device
+   busy with the spin kernel meanwhile).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import argparse
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -159,9 +162,10 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin, apic=False, base=None):
         cases += [("APIC end of substep", None, apic_c), ("APIC time-centred", before_faces, apic_c)]
     print(f"G2P + advection, block kernel: {len(sim.pos):,} particles, {g.brick_count()} bricks, "
           f"bins' order, medians of {repeat}, device alone")
-    print("case | corners:(blocks an SM)x(threads) | ms | same bits as the first")
+    print("case | corners:(blocks an SM)x(threads) | ms | same bits as the first | the call's host time (median)")
     for case, before, c in cases:
         rows = {sh: [] for sh in shapes}
+        hosts = {sh: [] for sh in shapes}
         outs = {}
         for r in range(repeat + 1):
             for sh in shapes if r % 2 == 0 else shapes[::-1]:
@@ -171,15 +175,19 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin, apic=False, base=None):
                 if c is not None and c is apic_c:
                     c.fill(0)
                 sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS = sh[1:]
-                os.environ["VOXFX_SPARSE_G2P_CORNERS"] = "table" if sh[0] in TABLE_WAYS else sh[0]
-                os.environ["VOXFX_SPARSE_G2P_TABLE_CODE"] = "centred" if sh[0] == "table-centred" else "shift"
+                way, _, launch_args = sh[0].partition("+")  # CORNERS+kept: VOXFX_SPARSE_G2P_ARGS=kept (helper s22c)
+                os.environ["VOXFX_SPARSE_G2P_ARGS"] = launch_args or "plain"
+                os.environ["VOXFX_SPARSE_G2P_CORNERS"] = "table" if way in TABLE_WAYS else way
+                os.environ["VOXFX_SPARSE_G2P_TABLE_CODE"] = "centred" if way == "table-centred" else "shift"
                 if sh[0] == "base-table":
                     sparse_g2p_gpu.g2p_block_module = base_module
                 try:
                     spin((1,), (1,), (np.int64(4_000_000),))
                     ev[0].record()
+                    start = time.perf_counter()
                     sparse_g2p_gpu.g2p_advect(g, old, state["pos"], state["vel"], *scalars, c, order="cell",
                                               kernel="block", before=before)
+                    host = time.perf_counter() - start  # the launch's host time (the device busy: the spin)
                     ev[1].record()
                     ev[1].synchronize()
                 finally:
@@ -187,13 +195,16 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin, apic=False, base=None):
                     sparse_g2p_gpu.g2p_block_module = real_module
                 if r:
                     rows[sh].append(cp.cuda.get_elapsed_time(ev[0], ev[1]))
+                    hosts[sh].append(host * 1e6)
                 if r == repeat:  # the last round's particles (and C)
                     outs[sh] = tuple(cp.asnumpy(a) for a in (state["pos"], state["vel"], *(() if c is None else (c,))))
         first = outs[shapes[0]]
         for sh in shapes:
             same = all(np.array_equal(a.view(np.uint32), b.view(np.uint32)) for a, b in zip(outs[sh], first))
-            print(f"{case} | {sh[0]}:{sh[1]}x{sh[2]} | {np.median(rows[sh]):.4f} | {same}", flush=True)
+            print(f"{case} | {sh[0]}:{sh[1]}x{sh[2]} | {np.median(rows[sh]):.4f} | {same} | host "
+                  f"{np.median(hosts[sh]):.1f} µs", flush=True)
     os.environ.pop("VOXFX_SPARSE_G2P_CORNERS", None)
+    os.environ.pop("VOXFX_SPARSE_G2P_ARGS", None)
     os.environ.pop("VOXFX_SPARSE_G2P_TABLE_CODE", None)
     g.bins = bins
 

@@ -151,13 +151,21 @@ struct AxisCorners {
     bool in;
 };
 
+#ifndef BLOCK_UP_UNIFORM  // axis_corners' closed up as s != 1 (1; helper s22c, with the x-pair table), else per lane
+#define BLOCK_UP_UNIFORM (BLOCK_TABLE == 2)
+#endif
+
 __device__ __forceinline__ AxisCorners axis_corners(float c, int closed, int s)
 {
     AxisCorners A;
     if (closed) {
         c = fminf(fmaxf(c, 0.0f), (float)(s - 1));
         A.i0 = max(min((int)c, s - 2), 0);
+#if BLOCK_UP_UNIFORM
+        A.up = s != 1;  // = min(i0 + 1, s − 1) != i0 for every s (file notes): one test a launch, not a lane
+#else
         A.up = min(A.i0 + 1, s - 1) != A.i0;
+#endif
         A.in = true;
     } else {
         c = isfinite(c) ? c : 0.0f;
@@ -222,7 +230,9 @@ __device__ __noinline__ Corners block_corners_slow(Home H, int closed, int s0, i
 #ifndef BLOCK_TABLE_OR  // the entries whose table corners take h21g's per-axis code (table_axis_code<true>; helper
 #define BLOCK_TABLE_OR 0  // h21n), a bit each: 1 end, 2 end APIC, 4 centred, 8 centred APIC (sparse_g2p_gpu's)
 #endif
-#if BLOCK_TABLE
+#if BLOCK_TABLE == 2
+#include "voxfx_g2p_block_xtable.cuh"  // the table in x-pairs (helper s22c): Table, table_load, block_sample_table
+#elif BLOCK_TABLE
 #include "voxfx_g2p_block_table.cuh"  // Table, table_load, block_sample_table
 #else
 struct Table {};

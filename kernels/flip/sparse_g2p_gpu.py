@@ -42,6 +42,7 @@ from ..grid import mac
 from ..grid.launch import Kernels
 from ..settings import env_choice
 from .particles import PUSH_EPSILON
+from . import sparse_topology_args as topology_args
 from .sparse_gpu import _I32, _I64, _dims, _frame, _keep, _topo, brick_index
 
 G2P_ORDERS = ("cell", "input")
@@ -79,7 +80,13 @@ G2P_BLOCK_THREADS = 128
 # same bench with --apic, one process, medians of 7, H100 80GB HBM3), select / pairs / table, ms, at 8x128 (4x256):
 # end of substep 1.020 / 0.949 / **0.937** (1.057 / 1.002 / **0.996**), time-centred 1.064 / **1.001** / 1.064
 # (1.099 / **1.021** / 1.102): auto is table but for time-centred APIC, which takes pairs.
-G2P_CORNERS = ("auto", "pairs", "select", "table")
+# "tablex" (helper s22c; kernels/cuda/include/voxfx_g2p_block_xtable.cuh): the table kept as x-pairs of brick bases
+# (12 pairs, 96 B a thread), a component's 8 corners from 4 64-bit shared loads and three-input adds, and the
+# closed lattices' upper corner flag once a launch (flip_sparse_g2p_block.cu's BLOCK_UP_UNIFORM); the same cells, so
+# the same bits. SASS (nvcc 13.0, sm_90, 8x128; a closed domain's fast path, instructions a particle, table →
+# tablex): end of substep 1,196 → 1,124, time-centred 1,469 → 1,370, APIC 1,268 → 1,194, time-centred APIC 1,544 →
+# 1,435; spills 0 → 8 B at the end of the substep.
+G2P_CORNERS = ("auto", "pairs", "select", "table", "tablex")
 
 
 def g2p_corners(corners=None) -> str:
@@ -117,12 +124,12 @@ def g2p_table_code(code=None) -> str:
 def g2p_block_module(min_blocks=None, threads=None, corners=None, table_or=0) -> Kernels:
     """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
     ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them) with
-    the corners *corners* (pairs or table, else select); with table corners *table_or* the entries
+    the corners *corners* (pairs, table or tablex, else select); with table corners *table_or* the entries
     taking h21g's per-axis code (BLOCK_TABLE_OR, ``G2P_TABLE_OR``; 0: none, no define)."""
     m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
     t = G2P_BLOCK_THREADS if threads is None else int(threads)
-    pairs, table = int(corners == "pairs"), int(corners == "table")
-    table_or = int(table_or) if table else 0
+    pairs, table = int(corners == "pairs"), {"table": 1, "tablex": 2}.get(corners, 0)
+    table_or = int(table_or) if table == 1 else 0
     key = (m, t, pairs, table, table_or)
     if key not in _G2P_BLOCK:
         defines = {**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "BLOCK_THREADS": t, "BLOCK_MIN_BLOCKS": m,
@@ -138,6 +145,7 @@ G2P_BLOCK = g2p_block_module(corners="select")
 G2P_BLOCK_PAIRS = g2p_block_module(corners="pairs")
 G2P_BLOCK_TABLE = g2p_block_module(corners="table")
 G2P_BLOCK_TABLE_CENTRED = g2p_block_module(corners="table", table_or=G2P_TABLE_OR["centred"])  # the default's
+G2P_BLOCK_TABLEX = g2p_block_module(corners="tablex")  # helper s22c's x-pair table (G2P_CORNERS' notes)
 # flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
 # for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
 # H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),
@@ -179,6 +187,34 @@ def g2p_block_entry(centred: bool, apic: bool, shape=None) -> tuple:
     table_or = G2P_TABLE_OR[g2p_table_code()] if corners == "table" else 0
     return g2p_block_module(blocks, threads, corners, table_or), G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))]
 
+# VOXFX_SPARSE_G2P_ARGS (helper s22c): the launch's 23 scalars as NumPy scalars CuPy converts each launch ("plain", the
+# default) or made once as CuPy CScalars and kept (``sparse_topology_args``: the grid's frame, dims and closed flag,
+# the brick index's corner and dims, the counts and flags by value, the FLIP ratio and steps by value) — the same
+# bytes; h21k measured a 25-argument launch 10.4 → 5.9 µs of host with its scalars kept (H100 host, CuPy 14.2).
+G2P_ARGS = ("plain", "kept")
+
+
+def g2p_args(mode=None) -> str:
+    """The G2P launch's scalars: *mode*, else ``VOXFX_SPARSE_G2P_ARGS``, else plain."""
+    return env_choice("VOXFX_SPARSE_G2P_ARGS", G2P_ARGS, mode)
+
+
+def _launch_scalars(grid, n, apic, flip, pic, dt, half_dt, sorted_, centred) -> tuple:
+    """The block, lean and bricks launches' scalars and index, in their places: (n, apic), (n_keys,), the brick
+    index's 7 arguments, (closed, nx, ny, nz, ox, oy, oz, h, 1/h), (flip, pic, dt, half_dt), (sorted, centred):
+    made once where ``g2p_args`` is kept and CuPy has a ``CScalar`` (``sparse_topology_args``), else NumPy's."""
+    on = g2p_args() == "kept" and topology_args._cscalar() is not None
+    if not on:
+        return ((_I64(n), _I32(apic)), (_I64(grid.topology.count),), brick_index(grid),
+                (_I32(grid.closed), *_dims(grid), *_frame(grid)), (flip, pic, dt, half_dt),
+                (_I32(sorted_), _I32(centred)))
+    a = topology_args
+    frame, dims, closed, _ = a.grid_args(grid, True)
+    return ((a.i64(n, True), a.i32(apic, True)), (a.i64(grid.topology.count, True),),
+            a.index_args(grid, brick_index(grid), True), (closed, *dims, *frame),
+            tuple(a.f32(x, True) for x in (flip, pic, dt, half_dt)), (a.i32(sorted_, True), a.i32(centred, True)))
+
+
 def _dummy(grid):
     """A 1-element float32 device array for the kernels' unused pointers, kept on the grid (a
     ``zeros(1)`` each call was an allocation and a memset in the stage)."""
@@ -216,10 +252,11 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     if name != "walk":  # the same arguments
         module, entry = (g2p_block_entry(before is not None, apic) if name == "block" else
                          (G2P_LEAN, "g2p_advect_lean") if name == "lean" else (G2P, "g2p_advect_bricks"))
-        module.launch(entry, n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"], keys,
-                                 slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed), *_dims(grid),
-                                 *_frame(grid), flip, pic, dt, half_dt, bins[2] if sorted_ else dummy, _I32(sorted_),
-                                 *centred))
+        counts, nkeys, index, frame, steps, flags = _launch_scalars(grid, n, apic, flip, pic, dt, half_dt, sorted_,
+                                                                    before is not None)
+        module.launch(entry, n, (pos, vel, dummy, *counts, *grid.faces(), *old, grid["solid"], keys, slots, *nkeys,
+                                 grid.brick_nbr, *index, *frame, *steps, bins[2] if sorted_ else dummy, flags[0],
+                                 flags[1], *centred[1:]))
         return
     order_cells = bins[2:4] if sorted_ else (dummy, dummy)
     G2P.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],
