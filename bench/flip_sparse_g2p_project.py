@@ -28,7 +28,8 @@ projection (topology, P2G, pressure: the pressure p and the faces u* kept), then
    ``table-centred`` (helper h21n): table with ``VOXFX_SPARSE_G2P_TABLE_CODE=centred`` (h21g's per-axis
    code in the time-centred entries). ``CORNERS+kept`` (helper s22c): the launch's scalars kept
    (``VOXFX_SPARSE_G2P_ARGS=kept``), else plain; each way's host time of the call is printed too (the device
-   busy with the spin kernel meanwhile).
+   busy with the spin kernel meanwhile). ``--host CALLS`` (helper s22c): the G2P call's host time with the launch's
+   scalars plain and kept (``VOXFX_SPARSE_G2P_ARGS``), CALLS calls in a row a way, and a profile of the calls.
 """
 
 from __future__ import annotations
@@ -209,6 +210,51 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin, apic=False, base=None):
     g.bins = bins
 
 
+def host_loop(cp, sim, dt, old, calls, rounds=5):
+    """The G2P call's host time (helper s22c): *calls* back-to-back calls of ``sparse_g2p_gpu.g2p_advect`` (the
+    default corners, end of the substep, the bins' order) a way of ``VOXFX_SPARSE_G2P_ARGS``, the ways in turn for
+    *rounds* rounds (the first a warm-up); the median µs a call; then one cProfile of the plain way's calls (the
+    functions' own time)."""
+    import cProfile
+    import pstats
+
+    g, s = sim.grid, sim.settings
+    bins = g.bins
+    f32 = np.float32
+    flip = f32(s.flip_ratio)
+    scalars = (flip, f32(1) - flip, f32(dt), f32(0.5) * f32(dt))
+    pos, vel = sim.pos.copy(), sim.vel.copy()
+    times = {way: [] for way in sparse_g2p_gpu.G2P_ARGS}
+
+    def batch():
+        for _ in range(calls):
+            g.bins = (pos, *bins[1:])
+            sparse_g2p_gpu.g2p_advect(g, old, pos, vel, *scalars, None, order="cell", kernel="block")
+
+    for r in range(rounds):
+        for way in sparse_g2p_gpu.G2P_ARGS if r % 2 == 0 else sparse_g2p_gpu.G2P_ARGS[::-1]:
+            os.environ["VOXFX_SPARSE_G2P_ARGS"] = way
+            cp.cuda.Device().synchronize()
+            start = time.perf_counter()
+            batch()
+            took = time.perf_counter() - start
+            if r:
+                times[way].append(took / calls * 1e6)
+    print("G2P call host time (µs a call, medians of "
+          f"{rounds - 1} rounds of {calls} calls): "
+          + ", ".join(f"{way} {np.median(t):.1f}" for way, t in times.items()), flush=True)
+    os.environ["VOXFX_SPARSE_G2P_ARGS"] = "plain"
+    cp.cuda.Device().synchronize()
+    prof = cProfile.Profile()
+    prof.enable()
+    batch()
+    prof.disable()
+    cp.cuda.Device().synchronize()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(14)
+    os.environ.pop("VOXFX_SPARSE_G2P_ARGS", None)
+    g.bins = bins
+
+
 def main():
     ap = argparse.ArgumentParser()
     add_scene_arguments(ap)
@@ -218,6 +264,7 @@ def main():
     ap.add_argument("--no-g2p", action="store_true", help="the projection stage only")
     ap.add_argument("--apic", action="store_true", help="the APIC cases too (C written)")
     ap.add_argument("--base", help="a base tree whose brick-table header the corners base-table take")
+    ap.add_argument("--host", type=int, default=0, help="CALLS: the G2P call's host time, plain and kept scalars")
     args = ap.parse_args()
     import cupy as cp
 
@@ -228,6 +275,8 @@ def main():
         shapes = [(sh.split(":")[0] if ":" in sh else "select", *(int(x) for x in sh.split(":")[-1].split("x")))
                   for sh in args.shapes]
         g2p_shapes(cp, sim, dt, old, args.repeat, shapes, spin, apic=args.apic, base=args.base)
+    if args.host:
+        host_loop(cp, sim, dt, old, args.host)
 
 
 if __name__ == "__main__":

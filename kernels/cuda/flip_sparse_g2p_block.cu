@@ -152,7 +152,7 @@ struct AxisCorners {
 };
 
 #ifndef BLOCK_UP_UNIFORM  // axis_corners' closed up as s != 1 (1; helper s22c, with the x-pair table), else per lane
-#define BLOCK_UP_UNIFORM (BLOCK_TABLE == 2)
+#define BLOCK_UP_UNIFORM (BLOCK_TABLE >= 2)
 #endif
 
 __device__ __forceinline__ AxisCorners axis_corners(float c, int closed, int s)
@@ -232,6 +232,8 @@ __device__ __noinline__ Corners block_corners_slow(Home H, int closed, int s0, i
 #endif
 #if BLOCK_TABLE == 2
 #include "voxfx_g2p_block_xtable.cuh"  // the table in x-pairs (helper s22c): Table, table_load, block_sample_table
+#elif BLOCK_TABLE == 3
+#include "voxfx_g2p_block_wtable.cuh"  // the table, split corner codes (helper s22c): the same names
 #elif BLOCK_TABLE
 #include "voxfx_g2p_block_table.cuh"  // Table, table_load, block_sample_table
 #else

@@ -85,8 +85,14 @@ G2P_BLOCK_THREADS = 128
 # closed lattices' upper corner flag once a launch (flip_sparse_g2p_block.cu's BLOCK_UP_UNIFORM); the same cells, so
 # the same bits. SASS (nvcc 13.0, sm_90, 8x128; a closed domain's fast path, instructions a particle, table →
 # tablex): end of substep 1,196 → 1,124, time-centred 1,469 → 1,370, APIC 1,268 → 1,194, time-centred APIC 1,544 →
-# 1,435; spills 0 → 8 B at the end of the substep.
-G2P_CORNERS = ("auto", "pairs", "select", "table", "tablex")
+# 1,435; spills 0 → 8 B at the end of the substep. s22c's call 1 (session 22), H100 80GB HBM3, the kernel alone
+# (bench/flip_sparse_g2p_project.py, 8 × 128, medians of 7), table (the default's) → tablex: end of substep 0.4265 →
+# 0.4299 ms, time-centred 0.5386 → 0.5533, APIC 0.9374 → 0.9788, time-centred APIC 1.0653 → 1.0440 (the same bits):
+# fewer instructions, slower but for time-centred APIC — its 96 KiB of shared memory an SM take from the L1 cache
+# the faces' loads hit (likely; not profiled). "tablew" (voxfx_g2p_block_wtable.cuh): the word table's 32 B a thread
+# with the codes split (an OR, a shared load and an add a corner) and the upper corner flag once a launch: end
+# 1,196 → 1,160 instructions, time-centred 1,469 → 1,395, APIC 1,268 → 1,238, time-centred APIC 1,544 → 1,479.
+G2P_CORNERS = ("auto", "pairs", "select", "table", "tablex", "tablew")
 
 
 def g2p_corners(corners=None) -> str:
@@ -124,11 +130,11 @@ def g2p_table_code(code=None) -> str:
 def g2p_block_module(min_blocks=None, threads=None, corners=None, table_or=0) -> Kernels:
     """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
     ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them) with
-    the corners *corners* (pairs, table or tablex, else select); with table corners *table_or* the entries
+    the corners *corners* (pairs, table, tablex or tablew, else select); with table corners *table_or* the entries
     taking h21g's per-axis code (BLOCK_TABLE_OR, ``G2P_TABLE_OR``; 0: none, no define)."""
     m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
     t = G2P_BLOCK_THREADS if threads is None else int(threads)
-    pairs, table = int(corners == "pairs"), {"table": 1, "tablex": 2}.get(corners, 0)
+    pairs, table = int(corners == "pairs"), {"table": 1, "tablex": 2, "tablew": 3}.get(corners, 0)
     table_or = int(table_or) if table == 1 else 0
     key = (m, t, pairs, table, table_or)
     if key not in _G2P_BLOCK:
@@ -146,6 +152,7 @@ G2P_BLOCK_PAIRS = g2p_block_module(corners="pairs")
 G2P_BLOCK_TABLE = g2p_block_module(corners="table")
 G2P_BLOCK_TABLE_CENTRED = g2p_block_module(corners="table", table_or=G2P_TABLE_OR["centred"])  # the default's
 G2P_BLOCK_TABLEX = g2p_block_module(corners="tablex")  # helper s22c's x-pair table (G2P_CORNERS' notes)
+G2P_BLOCK_TABLEW = g2p_block_module(corners="tablew")  # helper s22c's split codes (G2P_CORNERS' notes)
 # flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
 # for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
 # H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),

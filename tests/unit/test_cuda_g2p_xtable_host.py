@@ -1,10 +1,12 @@
-"""The block G2P kernel with its brick table in x-pairs (kernels/cuda/include/voxfx_g2p_block_xtable.cuh,
-``BLOCK_TABLE=2``, ``VOXFX_SPARSE_G2P_CORNERS=tablex``, helper s22c), on the host: the flip scenes of
+"""The block G2P kernel with helper s22c's tables, on the host: the brick table in x-pairs
+(kernels/cuda/include/voxfx_g2p_block_xtable.cuh, ``BLOCK_TABLE=2``, ``VOXFX_SPARSE_G2P_CORNERS=tablex``) and the word
+table with split corner codes (voxfx_g2p_block_wtable.cuh, ``BLOCK_TABLE=3``, ``tablew``): the flip scenes of
 tests/unit/test_cuda_sparse_flip_host.py and the G2P-only harness of tests/unit/test_cuda_g2p_table_host.py (fast
 faces whose midpoints leave the table; whole bricks and a checkerboard; closed and open; FLIP and APIC; end of the
-substep and time-centred) give the NumPy reference's bits; a mutant x-pair (the lower corner's brick for both
-corners along x) does not; the closed lattices' upper-corner flag once a launch (``BLOCK_UP_UNIFORM``, s != 1)
-equals the per-lane one for every box size and point; the switch builds the module."""
+substep and time-centred) give the NumPy reference's bits; a mutant of each (tablex: the lower corner's brick for
+both corners along x; tablew: the (y, z) local parts left out) does not; the closed lattices' upper-corner flag
+once a launch (``BLOCK_UP_UNIFORM``, s != 1) equals the per-lane one for every box size and point; the switch
+builds the modules."""
 
 import numpy as np
 import pytest
@@ -16,22 +18,25 @@ from tests.unit.test_cuda_exact import build_ints, build_words, kernel_defines
 from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu
 
 XTABLE = ["-DBLOCK_PAIRS=0", "-DBLOCK_TABLE=2"]
+TABLES = {2: "XTABLE_MUTANT", 3: "WTABLE_MUTANT"}  # BLOCK_TABLE: its mutant's define
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    return build_words(tmp_path_factory, flip_host.HARNESS, [*kernel_defines(sparse_gpu.KERNELS), *XTABLE],
-                       "sparse_flip_xtable")
+@pytest.fixture(scope="module", params=sorted(TABLES), ids=["tablex", "tablew"])
+def harness(tmp_path_factory, request):
+    return build_words(tmp_path_factory, flip_host.HARNESS,
+                       [*kernel_defines(sparse_gpu.KERNELS), "-DBLOCK_PAIRS=0", f"-DBLOCK_TABLE={request.param}"],
+                       f"sparse_flip_table{request.param}")
 
 
 # the same scenes and checks (NumPy reference bits), the block kernels built with the x-pair table
 test_xtable_corners_match_the_numpy_reference = flip_host.test_sparse_flip_kernels_match_the_numpy_reference
 
 
-@pytest.fixture(scope="module")
-def g2p_harness(tmp_path_factory):
-    return build_words(tmp_path_factory, table_host.G2P_HARNESS, [*kernel_defines(sparse_gpu.KERNELS), *XTABLE],
-                       "g2p_xtable")
+@pytest.fixture(scope="module", params=sorted(TABLES), ids=["tablex", "tablew"])
+def g2p_harness(tmp_path_factory, request):
+    return build_words(tmp_path_factory, table_host.G2P_HARNESS,
+                       [*kernel_defines(sparse_gpu.KERNELS), "-DBLOCK_PAIRS=0", f"-DBLOCK_TABLE={request.param}"],
+                       f"g2p_table{request.param}")
 
 
 # fast faces: midpoints in and beyond the table (both paths), the NumPy reference's bits
@@ -39,16 +44,18 @@ test_xtable_corners_match_the_reference_where_midpoints_leave_the_table = (
     table_host.test_table_corners_match_the_reference_where_midpoints_leave_the_table)
 
 
-@pytest.fixture(scope="module")
-def mutant_harness(tmp_path_factory):
+@pytest.fixture(scope="module", params=sorted(TABLES), ids=["tablex", "tablew"])
+def mutant_harness(tmp_path_factory, request):
+    table = request.param
     return build_words(tmp_path_factory, table_host.G2P_HARNESS,
-                       [*kernel_defines(sparse_gpu.KERNELS), *XTABLE, "-DXTABLE_MUTANT=1"], "g2p_xtable_mutant")
+                       [*kernel_defines(sparse_gpu.KERNELS), "-DBLOCK_PAIRS=0", f"-DBLOCK_TABLE={table}",
+                        f"-D{TABLES[table]}=1"], f"g2p_table{table}_mutant")
 
 
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
-def test_a_wrong_x_pair_fails_the_reference(mutant_harness, apic):
-    """The mutant (XTABLE_MUTANT: both corners along x take the lower corner's brick) differs from the NumPy
-    reference's bits: the harness's samples cross bricks along x."""
+def test_a_mutant_table_fails_the_reference(mutant_harness, apic):
+    """Each mutant (XTABLE_MUTANT: both corners along x take the lower corner's brick; WTABLE_MUTANT: the corners'
+    (y, z) local parts left out) differs from the NumPy reference's bits."""
     with pytest.raises(AssertionError):
         table_host.test_table_corners_match_the_reference_where_midpoints_leave_the_table(mutant_harness, True,
                                                                                            apic, False)
@@ -88,14 +95,16 @@ def test_the_closed_upper_corner_flag_once_a_launch_is_the_lanes(tmp_path_factor
     assert (up[1 + 3] == 0).all() and (up[np.arange(43) != 4] == 1).all()  # s = 1 only: no upper corner
 
 
-def test_tablex_corners_build_the_xtable_module(monkeypatch):
-    """VOXFX_SPARSE_G2P_CORNERS=tablex: every variant's module built with BLOCK_TABLE=2 (no pairs, no table code)."""
-    monkeypatch.setenv("VOXFX_SPARSE_G2P_CORNERS", "tablex")
+@pytest.mark.parametrize("way,table", [("tablex", 2), ("tablew", 3)])
+def test_tablex_and_tablew_corners_build_their_modules(monkeypatch, way, table):
+    """VOXFX_SPARSE_G2P_CORNERS=tablex (tablew): every variant's module built with BLOCK_TABLE=2 (3), no pairs, no
+    table code."""
+    monkeypatch.setenv("VOXFX_SPARSE_G2P_CORNERS", way)
     for centred in (False, True):
         for apic in (False, True):
-            assert sparse_g2p_gpu.block_corners(centred, apic) == "tablex"
+            assert sparse_g2p_gpu.block_corners(centred, apic) == way
             module, entry = sparse_g2p_gpu.g2p_block_entry(centred, apic)
-            assert module is sparse_g2p_gpu.G2P_BLOCK_TABLEX
-            assert "-DBLOCK_TABLE=2" in module.options and "-DBLOCK_PAIRS=0" in module.options
+            assert module is (sparse_g2p_gpu.G2P_BLOCK_TABLEX if table == 2 else sparse_g2p_gpu.G2P_BLOCK_TABLEW)
+            assert f"-DBLOCK_TABLE={table}" in module.options and "-DBLOCK_PAIRS=0" in module.options
             assert not any("BLOCK_TABLE_OR" in o for o in module.options)
             assert entry == sparse_g2p_gpu.G2P_BLOCK_ENTRIES[(centred, apic)]
