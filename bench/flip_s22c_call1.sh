@@ -1,3 +1,5 @@
+# Ran at commit 07ef777 (session 22, call 1 of s22c); the x-pair table (tablex) and VOXFX_SPARSE_G2P_ARGS were
+# removed after call 2 (slower / no cheaper: bench/RESULTS.md "s22c"), so this script no longer runs as it is.
 # s22c's first device call (issue 24: G2P + advection at 8M toward ≤ 0.40 ms): the x-pair brick table
 # (VOXFX_SPARSE_G2P_CORNERS=tablex) and the launch's scalars kept (VOXFX_SPARSE_G2P_ARGS=kept). The warm-up and the
 # tablex builds compiling in parallel with the GPU files (the block G2P file: every corners incl. tablex, the args

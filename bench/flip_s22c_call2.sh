@@ -1,3 +1,5 @@
+# Ran at commit 0af32de (session 22, call 2 of s22c); the x-pair table (tablex) was removed after it (slower:
+# bench/RESULTS.md "s22c"), so its tablex builds and shape no longer run as they are.
 # s22c's second device call (issue 24: G2P + advection at 8M toward ≤ 0.40 ms). Call 1 measured the x-pair table
 # (tablex) slower than the default's table despite ~6% fewer instructions (its 96 KiB of shared memory an SM, likely
 # the L1 the faces' loads hit); here the word table with split codes (tablew: 32 B a thread, as the default's). The

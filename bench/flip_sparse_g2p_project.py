@@ -26,10 +26,9 @@ projection (topology, P2G, pressure: the pressure p and the faces u* kept), then
    (``kernels/cuda/include/voxfx_g2p_block_table.cuh``, e.g. main's from ``git archive``) in place
    of this tree's, in this process (two encodings of one kernel timed side by side); the corners
    ``table-centred`` (helper h21n): table with ``VOXFX_SPARSE_G2P_TABLE_CODE=centred`` (h21g's per-axis
-   code in the time-centred entries). ``CORNERS+kept`` (helper s22c): the launch's scalars kept
-   (``VOXFX_SPARSE_G2P_ARGS=kept``), else plain; each way's host time of the call is printed too (the device
-   busy with the spin kernel meanwhile). ``--host CALLS`` (helper s22c): the G2P call's host time with the launch's
-   scalars plain and kept (``VOXFX_SPARSE_G2P_ARGS``), CALLS calls in a row a way, and a profile of the calls.
+   code in the time-centred entries). Each way's host time of the call is printed too (helper s22c; the
+   device busy with the spin kernel meanwhile). ``--host CALLS`` (helper s22c): the G2P call's host time,
+   CALLS calls in a row (the default corners, end of the substep), and a profile of the calls.
 """
 
 from __future__ import annotations
@@ -176,10 +175,8 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin, apic=False, base=None):
                 if c is not None and c is apic_c:
                     c.fill(0)
                 sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS, sparse_g2p_gpu.G2P_BLOCK_THREADS = sh[1:]
-                way, _, launch_args = sh[0].partition("+")  # CORNERS+kept: VOXFX_SPARSE_G2P_ARGS=kept (helper s22c)
-                os.environ["VOXFX_SPARSE_G2P_ARGS"] = launch_args or "plain"
-                os.environ["VOXFX_SPARSE_G2P_CORNERS"] = "table" if way in TABLE_WAYS else way
-                os.environ["VOXFX_SPARSE_G2P_TABLE_CODE"] = "centred" if way == "table-centred" else "shift"
+                os.environ["VOXFX_SPARSE_G2P_CORNERS"] = "table" if sh[0] in TABLE_WAYS else sh[0]
+                os.environ["VOXFX_SPARSE_G2P_TABLE_CODE"] = "centred" if sh[0] == "table-centred" else "shift"
                 if sh[0] == "base-table":
                     sparse_g2p_gpu.g2p_block_module = base_module
                 try:
@@ -205,16 +202,15 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin, apic=False, base=None):
             print(f"{case} | {sh[0]}:{sh[1]}x{sh[2]} | {np.median(rows[sh]):.4f} | {same} | host "
                   f"{np.median(hosts[sh]):.1f} µs", flush=True)
     os.environ.pop("VOXFX_SPARSE_G2P_CORNERS", None)
-    os.environ.pop("VOXFX_SPARSE_G2P_ARGS", None)
     os.environ.pop("VOXFX_SPARSE_G2P_TABLE_CODE", None)
     g.bins = bins
 
 
 def host_loop(cp, sim, dt, old, calls, rounds=5):
     """The G2P call's host time (helper s22c): *calls* back-to-back calls of ``sparse_g2p_gpu.g2p_advect`` (the
-    default corners, end of the substep, the bins' order) a way of ``VOXFX_SPARSE_G2P_ARGS``, the ways in turn for
-    *rounds* rounds (the first a warm-up); the median µs a call; then one cProfile of the plain way's calls (the
-    functions' own time)."""
+    default corners, end of the substep, the bins' order), *rounds* rounds (the first a warm-up); the median µs a
+    call; then one cProfile of the calls (the functions' own time). Session 22, H100 host (s22c's call 2): 51.5 µs a
+    call (53.5 with the launch's 23 scalars kept as CuPy CScalars, h21k's way: no cheaper, not kept)."""
     import cProfile
     import pstats
 
@@ -224,7 +220,7 @@ def host_loop(cp, sim, dt, old, calls, rounds=5):
     flip = f32(s.flip_ratio)
     scalars = (flip, f32(1) - flip, f32(dt), f32(0.5) * f32(dt))
     pos, vel = sim.pos.copy(), sim.vel.copy()
-    times = {way: [] for way in sparse_g2p_gpu.G2P_ARGS}
+    times = []
 
     def batch():
         for _ in range(calls):
@@ -232,18 +228,14 @@ def host_loop(cp, sim, dt, old, calls, rounds=5):
             sparse_g2p_gpu.g2p_advect(g, old, pos, vel, *scalars, None, order="cell", kernel="block")
 
     for r in range(rounds):
-        for way in sparse_g2p_gpu.G2P_ARGS if r % 2 == 0 else sparse_g2p_gpu.G2P_ARGS[::-1]:
-            os.environ["VOXFX_SPARSE_G2P_ARGS"] = way
-            cp.cuda.Device().synchronize()
-            start = time.perf_counter()
-            batch()
-            took = time.perf_counter() - start
-            if r:
-                times[way].append(took / calls * 1e6)
-    print("G2P call host time (µs a call, medians of "
-          f"{rounds - 1} rounds of {calls} calls): "
-          + ", ".join(f"{way} {np.median(t):.1f}" for way, t in times.items()), flush=True)
-    os.environ["VOXFX_SPARSE_G2P_ARGS"] = "plain"
+        cp.cuda.Device().synchronize()
+        start = time.perf_counter()
+        batch()
+        took = time.perf_counter() - start
+        if r:
+            times.append(took / calls * 1e6)
+    print(f"G2P call host time (µs a call, median of {rounds - 1} rounds of {calls} calls): {np.median(times):.1f}",
+          flush=True)
     cp.cuda.Device().synchronize()
     prof = cProfile.Profile()
     prof.enable()
@@ -251,7 +243,6 @@ def host_loop(cp, sim, dt, old, calls, rounds=5):
     prof.disable()
     cp.cuda.Device().synchronize()
     pstats.Stats(prof).sort_stats("tottime").print_stats(14)
-    os.environ.pop("VOXFX_SPARSE_G2P_ARGS", None)
     g.bins = bins
 
 
@@ -264,7 +255,7 @@ def main():
     ap.add_argument("--no-g2p", action="store_true", help="the projection stage only")
     ap.add_argument("--apic", action="store_true", help="the APIC cases too (C written)")
     ap.add_argument("--base", help="a base tree whose brick-table header the corners base-table take")
-    ap.add_argument("--host", type=int, default=0, help="CALLS: the G2P call's host time, plain and kept scalars")
+    ap.add_argument("--host", type=int, default=0, help="CALLS: the G2P call's host time and profile")
     args = ap.parse_args()
     import cupy as cp
 

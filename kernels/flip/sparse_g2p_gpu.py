@@ -42,7 +42,6 @@ from ..grid import mac
 from ..grid.launch import Kernels
 from ..settings import env_choice
 from .particles import PUSH_EPSILON
-from . import sparse_topology_args as topology_args
 from .sparse_gpu import _I32, _I64, _dims, _frame, _keep, _topo, brick_index
 
 G2P_ORDERS = ("cell", "input")
@@ -80,19 +79,22 @@ G2P_BLOCK_THREADS = 128
 # same bench with --apic, one process, medians of 7, H100 80GB HBM3), select / pairs / table, ms, at 8x128 (4x256):
 # end of substep 1.020 / 0.949 / **0.937** (1.057 / 1.002 / **0.996**), time-centred 1.064 / **1.001** / 1.064
 # (1.099 / **1.021** / 1.102): auto is table but for time-centred APIC, which takes pairs.
-# "tablex" (helper s22c; kernels/cuda/include/voxfx_g2p_block_xtable.cuh): the table kept as x-pairs of brick bases
-# (12 pairs, 96 B a thread), a component's 8 corners from 4 64-bit shared loads and three-input adds, and the
-# closed lattices' upper corner flag once a launch (flip_sparse_g2p_block.cu's BLOCK_UP_UNIFORM); the same cells, so
-# the same bits. SASS (nvcc 13.0, sm_90, 8x128; a closed domain's fast path, instructions a particle, table →
-# tablex): end of substep 1,196 → 1,124, time-centred 1,469 → 1,370, APIC 1,268 → 1,194, time-centred APIC 1,544 →
-# 1,435; spills 0 → 8 B at the end of the substep. s22c's call 1 (session 22), H100 80GB HBM3, the kernel alone
-# (bench/flip_sparse_g2p_project.py, 8 × 128, medians of 7), table (the default's) → tablex: end of substep 0.4265 →
-# 0.4299 ms, time-centred 0.5386 → 0.5533, APIC 0.9374 → 0.9788, time-centred APIC 1.0653 → 1.0440 (the same bits):
-# fewer instructions, slower but for time-centred APIC — its 96 KiB of shared memory an SM take from the L1 cache
-# the faces' loads hit (likely; not profiled). "tablew" (voxfx_g2p_block_wtable.cuh): the word table's 32 B a thread
-# with the codes split (an OR, a shared load and an add a corner) and the upper corner flag once a launch: end
-# 1,196 → 1,160 instructions, time-centred 1,469 → 1,395, APIC 1,268 → 1,238, time-centred APIC 1,544 → 1,479.
-G2P_CORNERS = ("auto", "pairs", "select", "table", "tablex", "tablew")
+# "tablew" (helper s22c; kernels/cuda/include/voxfx_g2p_block_wtable.cuh): the table (32 B a thread, its layout) with
+# the bricks' bases slot · 512 and each corner's code split in a brick part (the entry's address: one three-input OR
+# a corner) and a local part (the pool index: one three-input add a corner, the (y, z) parts paired), and the closed
+# lattices' upper-corner flag once a launch (flip_sparse_g2p_block.cu's BLOCK_UP_UNIFORM); the same cells, so the
+# same bits. SASS (nvcc 13.0, sm_90, 8x128; a closed domain's fast path, instructions a particle, table → tablew):
+# end of substep 1,196 → 1,160, time-centred 1,469 → 1,395, APIC 1,268 → 1,238, time-centred APIC 1,544 → 1,479;
+# spills 0 / 24 / 24 / 40 B → 0 / 8 / 32 / 48 B (end / centred / APIC / centred APIC). H100 80GB HBM3 (driver
+# 580.159.04), the 8M dam break after 4 substeps, the kernel alone (bench/flip_sparse_g2p_project.py --apic, 8x128,
+# medians of 9, the same bits), table (the default's, h21g's code time-centred) → tablew: end of substep 0.4256 →
+# 0.4225 ms, time-centred 0.5374 → 0.5312, APIC 0.9371 → 0.9582, time-centred APIC 1.0656 → 1.0603 (pairs, auto's
+# there, 1.001 in h21i's call); ncu (one launch each, end of substep): 300.5M → 291.5M warp instructions, issue
+# active 74.4 → 72.8%, L1 hit 80.6 → 80.4%. An x-pair table (one 64-bit shared load for a component's two corners
+# along x, 12 pairs, 96 B a thread; 1,124 instructions at the end of the substep) measured slower (0.4291 / 0.5536
+# / 0.9790 / 1.0428 ms in the same call): its 96 KiB of shared memory an SM raise the carve-out 102 → 135 KiB, the
+# L1 hit rate 80.6 → 78.3%, long-scoreboard stalls +13% (ncu); removed (branch s22c's first commit).
+G2P_CORNERS = ("auto", "pairs", "select", "table", "tablew")
 
 
 def g2p_corners(corners=None) -> str:
@@ -130,11 +132,11 @@ def g2p_table_code(code=None) -> str:
 def g2p_block_module(min_blocks=None, threads=None, corners=None, table_or=0) -> Kernels:
     """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
     ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them) with
-    the corners *corners* (pairs, table, tablex or tablew, else select); with table corners *table_or* the entries
+    the corners *corners* (pairs, table or tablew, else select); with table corners *table_or* the entries
     taking h21g's per-axis code (BLOCK_TABLE_OR, ``G2P_TABLE_OR``; 0: none, no define)."""
     m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
     t = G2P_BLOCK_THREADS if threads is None else int(threads)
-    pairs, table = int(corners == "pairs"), {"table": 1, "tablex": 2, "tablew": 3}.get(corners, 0)
+    pairs, table = int(corners == "pairs"), {"table": 1, "tablew": 2}.get(corners, 0)
     table_or = int(table_or) if table == 1 else 0
     key = (m, t, pairs, table, table_or)
     if key not in _G2P_BLOCK:
@@ -151,7 +153,6 @@ G2P_BLOCK = g2p_block_module(corners="select")
 G2P_BLOCK_PAIRS = g2p_block_module(corners="pairs")
 G2P_BLOCK_TABLE = g2p_block_module(corners="table")
 G2P_BLOCK_TABLE_CENTRED = g2p_block_module(corners="table", table_or=G2P_TABLE_OR["centred"])  # the default's
-G2P_BLOCK_TABLEX = g2p_block_module(corners="tablex")  # helper s22c's x-pair table (G2P_CORNERS' notes)
 G2P_BLOCK_TABLEW = g2p_block_module(corners="tablew")  # helper s22c's split codes (G2P_CORNERS' notes)
 # flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
 # for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
@@ -194,34 +195,6 @@ def g2p_block_entry(centred: bool, apic: bool, shape=None) -> tuple:
     table_or = G2P_TABLE_OR[g2p_table_code()] if corners == "table" else 0
     return g2p_block_module(blocks, threads, corners, table_or), G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))]
 
-# VOXFX_SPARSE_G2P_ARGS (helper s22c): the launch's 23 scalars as NumPy scalars CuPy converts each launch ("plain", the
-# default) or made once as CuPy CScalars and kept (``sparse_topology_args``: the grid's frame, dims and closed flag,
-# the brick index's corner and dims, the counts and flags by value, the FLIP ratio and steps by value) — the same
-# bytes; h21k measured a 25-argument launch 10.4 → 5.9 µs of host with its scalars kept (H100 host, CuPy 14.2).
-G2P_ARGS = ("plain", "kept")
-
-
-def g2p_args(mode=None) -> str:
-    """The G2P launch's scalars: *mode*, else ``VOXFX_SPARSE_G2P_ARGS``, else plain."""
-    return env_choice("VOXFX_SPARSE_G2P_ARGS", G2P_ARGS, mode)
-
-
-def _launch_scalars(grid, n, apic, flip, pic, dt, half_dt, sorted_, centred) -> tuple:
-    """The block, lean and bricks launches' scalars and index, in their places: (n, apic), (n_keys,), the brick
-    index's 7 arguments, (closed, nx, ny, nz, ox, oy, oz, h, 1/h), (flip, pic, dt, half_dt), (sorted, centred):
-    made once where ``g2p_args`` is kept and CuPy has a ``CScalar`` (``sparse_topology_args``), else NumPy's."""
-    on = g2p_args() == "kept" and topology_args._cscalar() is not None
-    if not on:
-        return ((_I64(n), _I32(apic)), (_I64(grid.topology.count),), brick_index(grid),
-                (_I32(grid.closed), *_dims(grid), *_frame(grid)), (flip, pic, dt, half_dt),
-                (_I32(sorted_), _I32(centred)))
-    a = topology_args
-    frame, dims, closed, _ = a.grid_args(grid, True)
-    return ((a.i64(n, True), a.i32(apic, True)), (a.i64(grid.topology.count, True),),
-            a.index_args(grid, brick_index(grid), True), (closed, *dims, *frame),
-            tuple(a.f32(x, True) for x in (flip, pic, dt, half_dt)), (a.i32(sorted_, True), a.i32(centred, True)))
-
-
 def _dummy(grid):
     """A 1-element float32 device array for the kernels' unused pointers, kept on the grid (a
     ``zeros(1)`` each call was an allocation and a memset in the stage)."""
@@ -259,11 +232,10 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     if name != "walk":  # the same arguments
         module, entry = (g2p_block_entry(before is not None, apic) if name == "block" else
                          (G2P_LEAN, "g2p_advect_lean") if name == "lean" else (G2P, "g2p_advect_bricks"))
-        counts, nkeys, index, frame, steps, flags = _launch_scalars(grid, n, apic, flip, pic, dt, half_dt, sorted_,
-                                                                    before is not None)
-        module.launch(entry, n, (pos, vel, dummy, *counts, *grid.faces(), *old, grid["solid"], keys, slots, *nkeys,
-                                 grid.brick_nbr, *index, *frame, *steps, bins[2] if sorted_ else dummy, flags[0],
-                                 flags[1], *centred[1:]))
+        module.launch(entry, n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"], keys,
+                                 slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed), *_dims(grid),
+                                 *_frame(grid), flip, pic, dt, half_dt, bins[2] if sorted_ else dummy, _I32(sorted_),
+                                 *centred))
         return
     order_cells = bins[2:4] if sorted_ else (dummy, dummy)
     G2P.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],

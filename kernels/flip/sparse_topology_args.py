@@ -96,23 +96,6 @@ def i32(value: int, on: bool):
     return _integer(np.int32, int(value), on)
 
 
-_kept_floats: dict = {}
-
-
-def f32(value, on: bool):
-    """A float32 argument (kept by value when *on*; helper s22c, the G2P launch's FLIP ratio and steps)."""
-    v = np.float32(value)
-    if not on:
-        return v
-    key = float(v)
-    hit = _kept_floats.get(key)
-    if hit is None:
-        if len(_kept_floats) >= _TABLE_LIMIT:
-            _kept_floats.clear()
-        hit = _kept_floats[key] = _cscalar()(v)
-    return hit
-
-
 def grid_args(grid, on: bool) -> tuple:
     """((ox, oy, oz, h, 1/h), (nx, ny, nz), closed, class limit) of *grid* for the kernels
     (``sparse_gpu_base._frame``, ``_dims``, ``sparse_reach.grid_limit``): with *on* made once and kept

@@ -29,7 +29,6 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_scatter.split_mode, "VOXFX_SPARSE_SCATTER_SPLIT", sparse_scatter.SPLIT_MODES, "on"),
     (sparse_scatter.rezero_mode, "VOXFX_SPARSE_SCATTER_REZERO", sparse_scatter.REZERO_MODES, "0"),
     (sparse_g2p_gpu.g2p_table_code, "VOXFX_SPARSE_G2P_TABLE_CODE", sparse_g2p_gpu.G2P_TABLE_CODES, "centred"),
-    (sparse_g2p_gpu.g2p_args, "VOXFX_SPARSE_G2P_ARGS", sparse_g2p_gpu.G2P_ARGS, "plain"),
     (surface_gpu.level_set_mode, "VOXFX_LEVEL_SET", surface_gpu.LEVEL_SET_MODES, "lean"),
     (surface_place.place_way, "VOXFX_LEVEL_SET_PLACE", surface_place.PLACE_WAYS, "tags-plain"),
     (surface_gpu.level_set_sums, "VOXFX_LEVEL_SET_SUMS", surface_gpu.LEVEL_SET_SUMS, "fused"),

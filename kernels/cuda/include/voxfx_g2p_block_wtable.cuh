@@ -1,4 +1,4 @@
-// The block G2P kernel's brick table with split corner codes (BLOCK_TABLE = 3, helper s22c;
+// The block G2P kernel's brick table with split corner codes (BLOCK_TABLE = 2, helper s22c;
 // VOXFX_SPARSE_G2P_CORNERS=tablew): voxfx_g2p_block_table.cuh's table (the 2 × 2 × 2 bricks around the home cell,
 // read once a particle from nbr27's row, a word a thread a brick in shared memory, the same layout and size), its
 // entries the bricks' bases slot · SPARSE_CELLS, and a corner's code kept as two parts: the brick part (the entry's
@@ -88,7 +88,7 @@ __device__ __forceinline__ void block_sample_table(const Home& H, const Table& T
 #pragma unroll
                 for (int qx = 0; qx < 2; ++qx) {
                     const int e = *(const int*)(base + ((T.tt | bp[0][jx + qx]) | by | bz));
-#ifndef WTABLE_MUTANT  // the host test's mutant (tests/unit/test_cuda_g2p_xtable_host.py): the (y, z) local
+#ifndef WTABLE_MUTANT  // the host test's mutant (tests/unit/test_cuda_g2p_wtable_host.py): the (y, z) local
                     idx[2 * j + qx] = e + (int)(lp[0][jx + qx] + yz);
 #else  // part left out (the corners' cells along y and z the brick's first)
                     idx[2 * j + qx] = e + (int)lp[0][jx + qx];
