@@ -30,10 +30,13 @@ cross no brick along y and z; the same bits; ``auto`` (the default) takes pairs 
 end of the substep (1.055 → 1.002 ms), select elsewhere (no gain: ``block_corners``); ``table`` (helper
 h21g) takes every corner's brick from the particle's 2 × 2 × 2 bricks kept in shared memory, read once a
 particle for both samples: 0.502 → 0.451 ms at the end of the substep and 0.595 → 0.551 time-centred (H100,
-8M, 4 × 256; 0.479 → 0.432 and 0.576 → 0.537 at 8 × 128); auto's but for time-centred APIC, which takes
-pairs (helper h21i, ``G2P_CORNERS``' notes). Its launch shape (``VOXFX_SPARSE_G2P_BLOCK_SHAPE``, helper h21d):
-8 blocks of 128 (the default since helper h21i) or 4 of 256, the same registers and bits; with auto's
-corners 8 × 128 is 2–6% faster in every variant (H100, 8M; ``G2P_BLOCK_SHAPES``' notes).
+8M, 4 × 256; 0.479 → 0.432 and 0.576 → 0.537 at 8 × 128); auto's with APIC at the end of the substep;
+time-centred APIC takes pairs (helper h21i, ``G2P_CORNERS``' notes). ``tablew`` (helper s22c): the same table
+with each corner's code split (an OR, a shared load and an add a corner), auto's without APIC: 0.4256 → 0.4225
+ms at the end of the substep, 0.5374 → 0.5312 time-centred (H100, 8M, 8 × 128). Its launch shape
+(``VOXFX_SPARSE_G2P_BLOCK_SHAPE``, helper h21d): 8 blocks of 128 (the default since helper h21i) or 4 of 256,
+the same registers and bits; with auto's corners 8 × 128 is 2–6% faster in every variant (H100, 8M;
+``G2P_BLOCK_SHAPES``' notes).
 """
 
 from __future__ import annotations
@@ -93,7 +96,9 @@ G2P_BLOCK_THREADS = 128
 # active 74.4 → 72.8%, L1 hit 80.6 → 80.4%. An x-pair table (one 64-bit shared load for a component's two corners
 # along x, 12 pairs, 96 B a thread; 1,124 instructions at the end of the substep) measured slower (0.4291 / 0.5536
 # / 0.9790 / 1.0428 ms in the same call): its 96 KiB of shared memory an SM raise the carve-out 102 → 135 KiB, the
-# L1 hit rate 80.6 → 78.3%, long-scoreboard stalls +13% (ncu); removed (branch s22c's first commit).
+# L1 hit rate 80.6 → 78.3%, long-scoreboard stalls +13% (ncu); removed (branch s22c's first commit). auto takes
+# tablew without APIC since s22c (the 8M row, the ways alternating in one process, both orders: G2P + advection
+# 0.526 → 0.524 and 0.539 → 0.534 ms), table with APIC at the end of the substep (tablew +2.3% there).
 G2P_CORNERS = ("auto", "pairs", "select", "table", "tablew")
 
 
@@ -104,10 +109,11 @@ def g2p_corners(corners=None) -> str:
 
 def block_corners(centred: bool, apic: bool, corners=None) -> str:
     """The block kernel's corners for the variant: ``g2p_corners(corners)``, auto being the fastest measured
-    (``G2P_CORNERS``' notes): table (helpers h21g, h21i) but for time-centred APIC, which takes pairs."""
+    (``G2P_CORNERS``' notes): tablew without APIC (helper s22c), table with APIC at the end of the substep
+    (helpers h21g, h21i), pairs for time-centred APIC."""
     way = g2p_corners(corners)
     if way == "auto":
-        way = "pairs" if apic and centred else "table"
+        way = ("pairs" if centred else "table") if apic else "tablew"
     return way
 
 
@@ -119,7 +125,8 @@ def block_corners(centred: bool, apic: bool, corners=None) -> str:
 # h21i's code 0.4314 → 0.4251 ms at the end of the substep but 0.5369 → 0.5399 time-centred (+0.6%),
 # 1.0644 → 1.0638 time-centred APIC: "centred" would keep h21i's gain where it was measured and h21g's form
 # where it was faster. Session 22, H100 80GB HBM3, 8 × 128, the kernel alone (medians of 7), shift → centred: end
-# of substep 0.4267 → 0.4259 ms, time-centred 0.5408 → 0.5375, APIC end 0.9372 both, the same bits each.
+# of substep 0.4267 → 0.4259 ms, time-centred 0.5408 → 0.5375, APIC end 0.9372 both, the same bits each. Since s22c
+# auto takes tablew (no per-axis code) without APIC, so this switch acts where the corners are table by name.
 G2P_TABLE_CODES = ("shift", "centred")
 G2P_TABLE_OR = {"shift": 0, "centred": 4 | 8}  # BLOCK_TABLE_OR: 1 end, 2 end APIC, 4 centred, 8 centred APIC
 
