@@ -220,6 +220,24 @@ __device__ __noinline__ Corners block_corners_slow(Home H, int closed, int s0, i
     return C;
 }
 
+// Component a of FIELDS sets of faces from its 8 corner cells idx (every one in an active brick: no test) and
+// fractions t into out[field][a], with field 0's gradient row a unless grad is null: the fast paths' blend
+// (block_sample's, tablew's; the word table's own loop stays, its PTX changed with it). The slow path's loop stands
+// in each too: as one helper its registers were renumbered (helper s22r).
+template <int FIELDS>
+__device__ __forceinline__ void blend_fields(const FaceSets& F, int a, const int idx[8], const float t[3],
+                                             float out[3][3], float* grad)
+{
+#pragma unroll
+    for (int k = 0; k < FIELDS; ++k) {
+        const float* __restrict__ f = F.f[k][a];
+        float p[8];
+#pragma unroll
+        for (int q = 0; q < 8; ++q) p[q] = f[idx[q]];
+        out[k][a] = trilinear_blend(p, t[0], t[1], t[2], k == 0 && grad ? grad + 3 * a : nullptr);
+    }
+}
+
 #ifndef BLOCK_MIN_BLOCKS  // blocks of BLOCK_THREADS an SM for __launch_bounds__ (sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS)
 #define BLOCK_MIN_BLOCKS 1
 #endif
@@ -334,14 +352,7 @@ __device__ __forceinline__ void block_sample(const Home& H, int closed, const in
                 const int x = (q & 1) ? ul[0] : ll[0], y = (q & 2) ? ul[1] : ll[1], z = (q & 4) ? ul[2] : ll[2];
                 idx[q] = pick8(base, bx | (by << 1) | (bz << 2)) + ((z << 6) | (y << 3) | x);
             }
-#pragma unroll
-            for (int k = 0; k < FIELDS; ++k) {
-                const float* __restrict__ f = F.f[k][a];
-                float p[8];
-#pragma unroll
-                for (int q = 0; q < 8; ++q) p[q] = f[idx[q]];
-                out[k][a] = trilinear_blend(p, t[0], t[1], t[2], k == 0 && grad ? grad + 3 * a : nullptr);
-            }
+            blend_fields<FIELDS>(F, a, idx, t, out, grad);
         }
         return;
     }

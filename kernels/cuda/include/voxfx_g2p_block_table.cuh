@@ -1,6 +1,8 @@
 // The block G2P kernel's brick table (BLOCK_TABLE = 1, helper h21g; flip_sparse_g2p_block.cu's notes):
 // included by flip_sparse_g2p_block.cu after its AxisCorners, FaceSets, Corners, block_corners_slow and
-// BLOCK_THREADS, whose names it uses. Compiled with --fmad=false as the kernel file.
+// BLOCK_THREADS, whose names it uses. Its blend and slow path stand as written: blend_fields here swapped one XOR's
+// operands in the PTX, a block_sample_slow helper renumbered registers (helper s22r). Compiled with --fmad=false as
+// the kernel file.
 #pragma once
 
 // The particle's brick table (helper h21g): the 2 × 2 × 2 bricks from hb + s, s_a = −1 where the home cell ⌊g_a⌋ lies
@@ -11,42 +13,12 @@
 // word a thread a brick, entry r of thread t at byte r · 512 + (t mod 128) · 4 + ⌊t / 128⌋ · 4096 (the lanes of a
 // warp in 32 banks whatever their r): a corner's brick base is one load at v's bits 9–11 instead of 7 selects of 8
 // registers (pick8), and the 8 registers go.
-#define G2P_TABLE_WORDS (((BLOCK_THREADS + 127) / 128) * 1024)
-__shared__ int g2p_table[G2P_TABLE_WORDS];
-
-struct Table {
-    unsigned act;  // bit r: brick r active (0: no table, the home brick inactive or beyond the key range); bit
-                   // 8 + a: s_a = −1 (the table's first brick hb + s; fewer live registers than its cell)
-    unsigned tt;  // this thread's byte offset in g2p_table
-};
+#include "voxfx_g2p_block_table_common.cuh"  // g2p_table, Table, table_load
 
 // Entry (v's brick) + v: corner v's pool index.
 __device__ __forceinline__ int table_read(const Table& T, unsigned v)
 {
     return *(const int*)((const char*)g2p_table + (T.tt | (v & 0xE00u))) + (int)v;
-}
-
-// Home H's table (H.slot ≥ 0; fl: ⌊g⌋) into g2p_table: 8 entries of nbr27's row.
-__device__ __forceinline__ Table table_load(const Home& H, const int fl[3])
-{
-    Table T;
-    const unsigned t = threadIdx.x;
-    T.tt = ((t >> 7) << 12) | ((t & 127u) << 2);
-    int s[3];
-    T.act = 0u;
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {
-        s[a] = (fl[a] & 7) < 4 ? -1 : 0;
-        T.act |= (unsigned)(s[a] & 1) << (8 + a);
-    }
-    const int* __restrict__ row = H.nbr27 + 27 * H.slot + sparse_offset_index(s[0], s[1], s[2]);
-#pragma unroll
-    for (int r = 0; r < 8; ++r) {
-        const int slot = row[(r & 1) + 3 * ((r >> 1) & 1) + 9 * (r >> 2)];
-        T.act |= (unsigned)(slot >= 0) << r;
-        *(int*)((char*)g2p_table + T.tt + 512 * r) = (slot - r) * SPARSE_CELLS;  // an immediate offset
-    }
-    return T;
 }
 
 // Axis d's part of v for a table coordinate k in [0, 16): its brick bit k >> 3 at 9 + d and its local coordinate

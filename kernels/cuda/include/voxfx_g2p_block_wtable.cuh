@@ -7,41 +7,13 @@
 // three-input add (entry + x's local part + the (y, z) local parts, paired once a component): an OR, a shared load
 // and an add a corner, 4 adds a component, in place of the word table's 12 adds of v = e_x + e_y + e_z, an AND-OR,
 // the load and an add. Included by flip_sparse_g2p_block.cu in place of voxfx_g2p_block_table.cuh, after its
-// AxisCorners, FaceSets, Corners, block_corners_slow and BLOCK_THREADS; the same names (Table, table_load,
-// block_sample_table), the same cells, hence the same bits. Compiled with --fmad=false as the kernel file.
+// AxisCorners, FaceSets, block_corners_slow, blend_fields and BLOCK_THREADS; the same names (Table, table_load:
+// voxfx_g2p_block_table_common.cuh; block_sample_table), the same cells, hence the same bits. The axis loop and the
+// block's test stand as in voxfx_g2p_block_table.cuh: one helper for both (the coordinates k out, the codes after
+// the test) changed the PTX of either (helper s22r). Compiled with --fmad=false as the kernel file.
 #pragma once
 
-#define G2P_TABLE_WORDS (((BLOCK_THREADS + 127) / 128) * 1024)
-__shared__ int g2p_table[G2P_TABLE_WORDS];
-
-struct Table {
-    unsigned act;  // bit r: brick r active (0: no table); bit 8 + a: s_a = −1 (voxfx_g2p_block_table.cuh's)
-    unsigned tt;  // this thread's byte offset in g2p_table (voxfx_g2p_block_table.cuh's layout)
-};
-
-// Home H's table (H.slot ≥ 0; fl: ⌊g⌋) into g2p_table: 8 entries of nbr27's row, brick r's base slot_r · 512 at
-// byte r · 512 + tt.
-__device__ __forceinline__ Table table_load(const Home& H, const int fl[3])
-{
-    Table T;
-    const unsigned t = threadIdx.x;
-    T.tt = ((t >> 7) << 12) | ((t & 127u) << 2);
-    int s[3];
-    T.act = 0u;
-#pragma unroll
-    for (int a = 0; a < 3; ++a) {
-        s[a] = (fl[a] & 7) < 4 ? -1 : 0;
-        T.act |= (unsigned)(s[a] & 1) << (8 + a);
-    }
-    const int* __restrict__ row = H.nbr27 + 27 * H.slot + sparse_offset_index(s[0], s[1], s[2]);
-#pragma unroll
-    for (int r = 0; r < 8; ++r) {
-        const int slot = row[(r & 1) + 3 * ((r >> 1) & 1) + 9 * (r >> 2)];
-        T.act |= (unsigned)(slot >= 0) << r;
-        *(int*)((char*)g2p_table + T.tt + 512 * r) = slot * SPARSE_CELLS;  // an immediate offset
-    }
-    return T;
-}
+#include "voxfx_g2p_block_table_common.cuh"  // g2p_table, Table, table_load
 
 // block_sample with the corners' bricks from table T, the codes split (file notes): where the sample's corners lie
 // in T's bricks and the block of them is active (voxfx_g2p_block_table.cuh's test, the same samples), each corner's
@@ -95,14 +67,7 @@ __device__ __forceinline__ void block_sample_table(const Home& H, const Table& T
 #endif
                 }
             }
-#pragma unroll
-            for (int k = 0; k < FIELDS; ++k) {
-                const float* __restrict__ f = F.f[k][a];
-                float p[8];
-#pragma unroll
-                for (int q = 0; q < 8; ++q) p[q] = f[idx[q]];
-                out[k][a] = trilinear_blend(p, t[0], t[1], t[2], k == 0 && grad ? grad + 3 * a : nullptr);
-            }
+            blend_fields<FIELDS>(F, a, idx, t, out, grad);
         }
         return;
     }
