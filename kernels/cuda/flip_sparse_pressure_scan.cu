@@ -284,12 +284,15 @@ __device__ __forceinline__ void scan_tile_vectors(const int* __restrict__ a, int
 // B's status words after A's; a tile looks back only within its own row of its own set, at
 // tiles of lower tickets (blocks already running), so each set's integers are its own
 // launch's — then the tile by its way, then the last block readies ctrl for the next launch.
+// The two sets' arguments (the body's and the pair entries'), and the body's call with them.
+#define SCAN_PAIR_PARAMS                                                                                \
+    const int *__restrict__ in_a, int n_a, int tile_a, int tiles_a, int rows_a, int *__restrict__ out_a, \
+        const int *__restrict__ in_b, int n_b, int tile_b, int tiles_b, int *__restrict__ out_b,         \
+        unsigned long long *__restrict__ status, unsigned int *__restrict__ ctrl
+#define SCAN_PAIR_ARGS in_a, n_a, tile_a, tiles_a, rows_a, out_a, in_b, n_b, tile_b, tiles_b, out_b, status, ctrl
+
 template <bool VECTORS>
-__device__ __forceinline__ void scan_lookback_tile(const int* __restrict__ in_a, int n_a, int tile_a, int tiles_a,
-                                                   int rows_a, int* __restrict__ out_a, const int* __restrict__ in_b,
-                                                   int n_b, int tile_b, int tiles_b, int* __restrict__ out_b,
-                                                   unsigned long long* __restrict__ status,
-                                                   unsigned int* __restrict__ ctrl)
+__device__ __forceinline__ void scan_lookback_tile(SCAN_PAIR_PARAMS)
 {
     __shared__ unsigned int s_epoch;
     __shared__ int s_ticket;
@@ -334,30 +337,15 @@ extern "C" __global__ void scan_lookback(const int* __restrict__ in, int n, int 
 // one sequence (A's rows_a · tiles_a tiles first). The coarse levels pair a level's red/black
 // flags (2 rows) with the next level's take (1 row): both are ready once the level's keys are
 // (sparse_pressure_workspace_levels), 7 → 5 scan launches at 8M.
-extern "C" __global__ void scan_lookback_pair(const int* __restrict__ in_a, int n_a, int tile_a, int tiles_a,
-                                              int rows_a, int* __restrict__ out_a, const int* __restrict__ in_b,
-                                              int n_b, int tile_b, int tiles_b, int* __restrict__ out_b,
-                                              unsigned long long* __restrict__ status, unsigned int* __restrict__ ctrl)
-{
-    scan_lookback_tile<false>(in_a, n_a, tile_a, tiles_a, rows_a, out_a, in_b, n_b, tile_b, tiles_b, out_b, status,
-                              ctrl);
-}
+extern "C" __global__ void scan_lookback_pair(SCAN_PAIR_PARAMS) { scan_lookback_tile<false>(SCAN_PAIR_ARGS); }
 
 // "1"'s entries, the pair's arguments both: scan_lookback_wide scans A alone (B's tiles_b 0).
-extern "C" __global__ void __launch_bounds__(256, SCAN_WIDE_BLOCKS) scan_lookback_wide(
-    const int* __restrict__ in_a, int n_a, int tile_a, int tiles_a, int rows_a, int* __restrict__ out_a,
-    const int* __restrict__ in_b, int n_b, int tile_b, int tiles_b, int* __restrict__ out_b,
-    unsigned long long* __restrict__ status, unsigned int* __restrict__ ctrl)
+extern "C" __global__ void __launch_bounds__(256, SCAN_WIDE_BLOCKS) scan_lookback_wide(SCAN_PAIR_PARAMS)
 {
-    scan_lookback_tile<true>(in_a, n_a, tile_a, tiles_a, rows_a, out_a, in_b, n_b, tile_b, tiles_b, out_b, status,
-                             ctrl);
+    scan_lookback_tile<true>(SCAN_PAIR_ARGS);
 }
 
-extern "C" __global__ void __launch_bounds__(256, SCAN_WIDE_BLOCKS) scan_lookback_pair_wide(
-    const int* __restrict__ in_a, int n_a, int tile_a, int tiles_a, int rows_a, int* __restrict__ out_a,
-    const int* __restrict__ in_b, int n_b, int tile_b, int tiles_b, int* __restrict__ out_b,
-    unsigned long long* __restrict__ status, unsigned int* __restrict__ ctrl)
+extern "C" __global__ void __launch_bounds__(256, SCAN_WIDE_BLOCKS) scan_lookback_pair_wide(SCAN_PAIR_PARAMS)
 {
-    scan_lookback_tile<true>(in_a, n_a, tile_a, tiles_a, rows_a, out_a, in_b, n_b, tile_b, tiles_b, out_b, status,
-                             ctrl);
+    scan_lookback_tile<true>(SCAN_PAIR_ARGS);
 }
