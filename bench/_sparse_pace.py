@@ -178,7 +178,8 @@ class Pace:
         return analyse(rows, ((t_end - h0) * 1e3, ms(e0, end), launches))
 
 
-def _use(ways, w):
+def use_way(ways, w):
+    """Way *w* of *ways* (each a list of NAME=VALUE) into the environment (also ``flip_sparse.run_ab``'s)."""
     for way in ways:  # a variable another way sets is unset (its default) unless this way sets it
         for item in way:
             os.environ.pop(item.partition("=")[0], None)
@@ -207,7 +208,7 @@ def run_pace(n, particles, steps, warm, rounds, ways, timed_sparse_substep, stag
     sub = [cp.cuda.Event() for _ in range(6)]
     pace = Pace(cp)
     for w in range(len(ways)):
-        _use(ways, w)
+        use_way(ways, w)
         for _ in range(warm):
             timed_sparse_substep(sim, dt, ev, sub)
     out = {w: {k: [] for k in KINDS} for w in range(len(ways))}
@@ -215,7 +216,7 @@ def run_pace(n, particles, steps, warm, rounds, ways, timed_sparse_substep, stag
     for r in range(rounds):  # the states move on (the bricks grow): each round the blocks' order turns by one
         trend = []
         for w, k in pairs[r % len(pairs):] + pairs[:r % len(pairs)]:
-            _use(ways, w)
+            use_way(ways, w)
             if k == "synced":
                 rows = [timed_sparse_substep(sim, dt, ev, sub) for _ in range(steps)]
                 out[w][k] += rows

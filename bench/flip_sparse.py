@@ -144,6 +144,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _compile_log import CompileLog  # noqa: E402
 from _memory_trace import MemoryTrace  # noqa: E402
 from _sparse_frames import run_frames  # noqa: E402
+from _sparse_pace import use_way  # noqa: E402
 from _sparse_scene import river, scene, still_tank  # noqa: E402,F401  (imported from here by other benches and tests)
 from flip import timed_substep  # noqa: E402
 
@@ -281,12 +282,7 @@ def run_ab(n, particles, steps, warm, ways, kind="dam"):
     for i in range(warm + steps):
         order = range(len(ways)) if i % 2 == 0 else reversed(range(len(ways)))
         for w in order:
-            for way in ways:  # a variable another way sets is unset (its default) unless this way sets it
-                for item in way:
-                    os.environ.pop(item.partition("=")[0], None)
-            for item in ways[w]:
-                name, _, value = item.partition("=")
-                os.environ[name] = value
+            use_way(ways, w)
             ms, it, part = timed_sparse_substep(sim, 1 / 120, ev, sub)
             if i >= warm:
                 rows[w].append((ms, it, part))

@@ -91,3 +91,21 @@ def test_marks_before_the_first_substep_are_left_out():
     marks, end = _block(n=1)
     subs = pace.analyse([("before", -0.5, -0.5, 0)] + marks, end)
     assert len(subs) == 1 and "before .. substep >" not in subs[0]["pieces"]
+
+
+def test_a_way_unsets_what_another_way_sets():
+    """``use_way`` (the pace blocks' and ``flip_sparse.py --ab``'s): a variable another way sets goes back to
+    unset unless this way sets it; (defaults) unsets every one."""
+    import os
+
+    a, b = "VOXFX_TEST_WAY_A", "VOXFX_TEST_WAY_B"
+    ways = [[f"{a}=1"], [f"{b}=2", f"{a}=x=y"], []]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(a, "before")
+        mp.setenv(b, "before")
+        pace.use_way(ways, 0)
+        assert os.environ[a] == "1" and b not in os.environ
+        pace.use_way(ways, 1)
+        assert os.environ[b] == "2" and os.environ[a] == "x=y"  # the value after the first "="
+        pace.use_way(ways, 2)
+        assert a not in os.environ and b not in os.environ
