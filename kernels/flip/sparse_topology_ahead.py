@@ -94,8 +94,9 @@ def launch(grid, pos, vel, plan=None) -> bool:
     work = tg._reach_work(grid, None, True, entries, True, ways)  # by classes: one word a slot, speeds per slot
     t = grid.topology
     mark_occupied(pos, t.keys, t.slots, topology_args.i64(t.keys.shape[0], on),
-                  topology_args.index_args(grid, index, on), work["occupied"], tg._flag_words(work["flags"])[0], vel,
-                  work["speed2"], key[1][5], on, topology_args.grid_args(grid, on))
+                  topology_args.index_args(grid, index, on), work["occupied"],
+                  topology_args.flag_words(work["flags"])[0], vel, work["speed2"], key[1][5], on,
+                  topology_args.grid_args(grid, on))
     grid._occupied_ahead = (key, work)
     counts["launched"] += 1
     return True

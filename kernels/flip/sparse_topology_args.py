@@ -138,3 +138,22 @@ def index_args(grid, index, on: bool) -> tuple:
     except AttributeError:
         pass
     return (index[0], *scalars)
+
+
+def flag_words(flags):
+    """The kernels' one-flag arguments (``sparse_topology_gpu._reach``'s flags, uint64 words): each flag's device
+    address (a ``MemoryPointer`` into *flags*, ~0.3 µs of host time) in place of a one-word slice (a CuPy view each);
+    moved here from ``sparse_topology_gpu`` (helper s22r)."""
+    data = flags.data
+    return (data, data + 8, data + 16, data + 24, data + 32)  # uint64 words
+
+
+def flags_host(grid):
+    """The merged pipeline's page-locked host words for the flags read (kept on the grid: no
+    host array made and no staging copy by the driver for a pageable one)."""
+    host = getattr(grid, "_flags_host", None)
+    if host is None:
+        import cupyx
+
+        host = grid._flags_host = cupyx.empty_pinned(5, np.uint64)
+    return host

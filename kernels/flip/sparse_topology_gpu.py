@@ -93,7 +93,7 @@ The host time cut (i24t3; ``bench/cupy_host_ops.py`` gives each CuPy operation's
 ``flip_sparse_topology_stage.py --profile`` the stage's Python): ``carve`` sizes its parts in Python
 integers (``np.prod`` was 2.3 µs a call, twice a part) and makes each view one ``ndarray`` over the
 allocation (1.3 µs against 2.4 for a slice and a dtype view), the flags' one-word arguments are
-device addresses (``_flag_words``: 0.2 µs against 1.8 a slice), the update's outputs
+device addresses (``sparse_topology_args.flag_words``: 0.2 µs against 1.8 a slice), the update's outputs
 ``sparse_mac.segment``'s, the marks (``update`` replaces them) are not reallocated on growth
 (``retopologize(replaced=)``), a kept channel grows uninitialised with one device copy, and the
 added and freed slots are filled per list (a concatenate costs 25 µs, a launch 11). H100 80GB HBM3,
@@ -121,7 +121,7 @@ one launch (128 threads a slot; a warp ORs its rows' class products by shuffles;
 arithmetic one header, ``voxfx_slot_margin.cuh``), and with the fused update ``topology_fused_counts``
 adds each slot tile's freed slots to the flags (no ``count_unkept``): 8 launches a changed substep in
 place of 11, the margins' fill gone for one margin, the flags read into page-locked words
-(``_flags_host``); the same margins, words, kept, claimed and flags (host harnesses
+(``sparse_topology_args.flags_host``); the same margins, words, kept, claimed and flags (host harnesses
 ``test_cuda_sparse_reach_host.py``, ``test_cuda_sparse_topology_fused_host.py``; ``tests/gpu``). NVIDIA
 H100 80GB HBM3, driver 580.159.04, substeps alternating in one simulation (8M dam break, bricks changed
 every substep). Call 1: ``bench/flip_sparse.py --row 8m --steps 8 --warm 2`` topology 0.665 (separate,
@@ -282,13 +282,6 @@ def _work_parts(cap: int, words: int, reach, entries: int) -> dict:
             "vel": (np.float32, 1)}
 
 
-def _flag_words(flags):
-    """The kernels' one-flag arguments: each flag's device address (a ``MemoryPointer`` into
-    *flags*, ~0.3 µs of host time) in place of a one-word slice (a CuPy view each)."""
-    data = flags.data
-    return (data, data + 8, data + 16, data + 24, data + 32)  # uint64 words
-
-
 def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None,
            classes=False, merged=False, on=None, marked=False):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
@@ -319,7 +312,7 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     w = work or {}
     occupied = w["occupied"] if work else cp.zeros(cap * CELLS, cp.uint8)
     flags = w["flags"] if work else cp.zeros(5, cp.uint64)
-    f = _flag_words(flags)
+    f = topology_args.flag_words(flags)
     speed2 = w["speed2"] if work else cp.zeros(cap if reach is not None else 1, cp.uint32)
     vel = reach.vel if reach is not None else w["vel"] if work else cp.zeros(1, cp.float32)
     if not marked:  # else queued ahead of the step's speed read into *work* (sparse_topology_ahead)
@@ -353,17 +346,6 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
                                                         *index, kept, f[2], f[1]))
         TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
     return (mask, radius), flags, kept
-
-
-def _flags_host(grid):
-    """The merged pipeline's page-locked host words for the flags read (kept on the grid: no
-    host array made and no staging copy by the driver for a pageable one)."""
-    host = getattr(grid, "_flags_host", None)
-    if host is None:
-        import cupyx
-
-        host = grid._flags_host = cupyx.empty_pinned(5, np.uint64)
-    return host
 
 
 def _serves(reach) -> bool:
@@ -455,7 +437,7 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
                                    grid.brick_nbr, True, index, claimed, reach, work, classes, merged, on,
                                    ahead is not None)
         fused = launch_fused_update(grid, index, work, merged, ways, on) if work else None  # queued before the read
-        read = flags.get(out=_flags_host(grid)) if merged else flags.get()  # the one host sync
+        read = flags.get(out=topology_args.flags_host(grid)) if merged else flags.get()  # the one host sync
         missed, beyond, added, freed, most = (int(f) for f in read)
         learned = _learned_margin(reach, most) if reach is not None and not missed else None
         if learned is not None:
