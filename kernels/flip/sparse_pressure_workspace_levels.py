@@ -30,6 +30,7 @@ from . import sparse_pressure_workspace_kept as held_levels
 from .sparse_multigrid import _CellSet
 from .sparse_pressure_scan import inclusive_scans, scan_join
 from .sparse_pressure_setup import _ints
+from .sparse_pressure_vcycle_tail import NON_PORTABLE_CLUSTER_ATTRIBUTE
 
 # VOXFX_SPARSE_SETUP_FUSE (read at each set-up): "1" joins launches that read nothing another
 # one writes — level 0's mgb_unknown_span into mgb_coarsen (mgb_coarsen_span), level 1's
@@ -46,6 +47,32 @@ FUSE = ("1", "0")
 def fuse(given=None) -> str:
     """The coarse levels' launches: "1" joins the independent ones (``FUSE``)."""
     return env_choice("VOXFX_SPARSE_SETUP_FUSE", FUSE, given)
+
+
+# VOXFX_SPARSE_SETUP_TAIL_GROUP (read at each set-up): the threads of the one-launch tail
+# (``_tail``, mgs_tail_levels*): "block" (one block of 1024 threads, the default) or one cluster of
+# 8 ("cluster") or 16 ("cluster16", a non-portable cluster) such blocks, every pass spread over the
+# cluster with its barriers the cluster's (mgs_tail_levels_cluster*; compute capability 9.0 on,
+# else the block). The same integers (host harness on threads, GPU test). Issue 24: the one-block
+# tail was 0.094 ms of device a substep at 8M on an H100 (levels 4 and 5).
+TAIL_GROUPS = ("block", "cluster", "cluster16")
+_TAIL_CLUSTERS = {"cluster": 8, "cluster16": 16}
+_KC = {blocks: setup.Kernels("flip_sparse_pressure_setup.cu", (), setup.THREADS,
+                             defines={**setup._DEFINES, "TAIL_CLUSTER": blocks}) for blocks in (8, 16)}
+_NON_PORTABLE = set()  # ids of the 16-block kernels allowed their non-portable cluster (Kernels keeps them)
+
+
+def tail_group(given=None) -> str:
+    """The tail's group of threads (``TAIL_GROUPS``)."""
+    return env_choice("VOXFX_SPARSE_SETUP_TAIL_GROUP", TAIL_GROUPS, given)
+
+
+def _tail_blocks() -> int:
+    """The blocks of the tail's launch: 1, or the cluster's where the device has clusters."""
+    import cupy as cp
+
+    blocks = _TAIL_CLUSTERS.get(tail_group(), 1)
+    return blocks if blocks == 1 or int(cp.cuda.Device().compute_capability) >= 90 else 1
 
 
 def _pairing() -> bool:
@@ -77,7 +104,8 @@ def _launch_levels(grid, kind, ws, level0, base, bounds, most, keep=False):
                 fine = _coarser_to(fine, ws, ws.held.first)
                 held_levels.launch(ws, fine)
             elif graph:
-                key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, _scatter(), joined, pair)
+                key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, _scatter(), joined, pair,
+                       _tail_blocks())
                 ws.graphs.run(key, partial(_coarser, fine, ws, first), partial(_tail_record, first, fine, ws))
             else:
                 _coarser(fine, ws, first, *_tail_record(first, fine, ws, ws.rec))
@@ -263,15 +291,23 @@ def _tail_record(first, fine, ws, rec=None):
 
 def _tail(first, ws, rec):
     """Levels first … of the workspace by mgs_tail_levels (``sparse_pressure_setup._tail_levels``;
-    *rec*: ``_tail_record``'s)."""
+    *rec*: ``_tail_record``'s) in one block, or its cluster twin on one cluster (``tail_group``)."""
     count = len(ws.caps)
     sizes = ws.sizes[:10 * count]
-    if _scatter():
-        setup._K.launch_grid("mgs_tail_levels_scatter", (1,), (setup._TAIL_THREADS,),
-                             (rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
-    else:
-        setup._K.launch_grid("mgs_tail_levels", (1,), (setup._TAIL_THREADS,),
-                             (rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
+    name = "mgs_tail_levels_scatter" if _scatter() else "mgs_tail_levels"
+    args = (rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:])
+    blocks = _tail_blocks()
+    if blocks == 1:
+        setup._K.launch_grid(name, (1,), (setup._TAIL_THREADS,), args)
+        return
+    name = name.replace("mgs_tail_levels", "mgs_tail_levels_cluster")
+    kernel = _KC[blocks].get(name)
+    if blocks > 8 and id(kernel) not in _NON_PORTABLE:  # beyond the portable cluster size: allowed per kernel
+        import cupy as cp
+
+        cp.cuda.driver.funcSetAttribute(kernel.kernel.ptr, NON_PORTABLE_CLUSTER_ATTRIBUTE, 1)
+        _NON_PORTABLE.add(id(kernel))
+    _KC[blocks].launch_grid(name, (blocks,), (setup._TAIL_THREADS,), args)
 
 
 def _span_blocks(n) -> int:
