@@ -64,12 +64,20 @@ static int host_shfl_up(unsigned, int v, int d) {  // lane − d's v (its own be
     return r;
 }
 #define __shfl_up_sync host_shfl_up
+#define HOST_WARP_SHUFFLES  // voxfx_reduce.cuh's warp_inclusive_scan by them
+#define __shfl_down_sync(mask, v, offset) ((v) * 0)  // the header's other warp functions: compiled, not called
+#define __ballot_sync(mask, flag) ((unsigned)(flag))
+#define __popc __builtin_popcount
+static unsigned host_float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+#define __float_as_uint host_float_as_uint
 template <typename T> T host_max(T* p, T v) {
     T o = __atomic_load_n(p, __ATOMIC_SEQ_CST);
     while (o < v && !__atomic_compare_exchange_n(p, &o, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {}
     return o;
 }
 #define atomicMax host_max
+template <typename T> T host_add(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+#define atomicAdd host_add
 #include "flip_sparse_pressure_setup.cu"
 static int tail_kernel, tail_blocks, tail_threads;  // 0 mgs_tail_levels*, 1 mgs_tail_levels_cluster*; 2, 3: _scatter
 static void run_tail(const long long* rec, int first, int count, int* cnt, int* span) {

@@ -25,6 +25,8 @@ struct SetupBlock {  // the one-block tail as it was (its barriers where the hos
     }
 };
 
+#ifdef TAIL_CLUSTER  // the cluster's group: only in the module of the cluster kernels (-DTAIL_CLUSTER)
+#include "voxfx_reduce.cuh"  // warp_inclusive_scan (full warps: the tail's blocks are 1024 threads)
 // The hooks a threaded host harness replaces (tests/unit/test_cuda_sparse_setup_cluster_host.py):
 // a block's shared array, another block's int of it (distributed shared memory), the cluster's
 // barrier. Before sm_90 the cluster kernels are compiled but never launched
@@ -51,24 +53,13 @@ __device__ __forceinline__ int setup_cluster_int(const int* local, int rank)
 #endif
 #endif
 
-// The warp's inclusive scan of v (full warps: the tail's blocks are 1024 threads).
-__device__ __forceinline__ int setup_warp_inclusive(int v)
-{
-    const int lane = (int)(threadIdx.x & 31);
-    for (int d = 1; d < 32; d <<= 1) {
-        const int n = __shfl_up_sync(0xffffffffu, v, d);
-        if (lane >= d) v += n;
-    }
-    return v;
-}
-
 // The block's inclusive scans of a and b (in place); ta, tb: the block's sums. sums: the block's
 // 64 shared ints, written again only after a barrier that follows this call's reads.
 __device__ __forceinline__ void setup_block_inclusive2(int& a, int& b, int* sums, int& ta, int& tb)
 {
     const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5), warps = ((int)blockDim.x + 31) >> 5;
-    a = setup_warp_inclusive(a);
-    b = setup_warp_inclusive(b);
+    a = warp_inclusive_scan(a);
+    b = warp_inclusive_scan(b);
     if (lane == 31 || (int)threadIdx.x == (int)blockDim.x - 1) {
         sums[warp] = a;
         sums[32 + warp] = b;
@@ -76,8 +67,8 @@ __device__ __forceinline__ void setup_block_inclusive2(int& a, int& b, int* sums
     __syncthreads();
     if (warp == 0) {
         int sa = lane < warps ? sums[lane] : 0, sb = lane < warps ? sums[32 + lane] : 0;
-        sa = setup_warp_inclusive(sa);
-        sb = setup_warp_inclusive(sb);
+        sa = warp_inclusive_scan(sa);
+        sb = warp_inclusive_scan(sb);
         if (lane < warps) {
             sums[lane] = sa;
             sums[32 + lane] = sb;
@@ -143,4 +134,5 @@ struct SetupCluster {
         scan2(flags, flags + n, n, o, o + n);
     }
 };
+#endif  // TAIL_CLUSTER
 #endif
