@@ -434,6 +434,25 @@ extern "C" __global__ void SETUP_CLUSTER_DIMS __launch_bounds__(1024)
     SetupCluster g;
     mgs_tail_levels_body<true>(rec, first, count, cnt, span, g);
 }
+
+// The same levels by one block with SetupFastBlock's barriers and scans (TAIL_GROUPS "fast", and
+// "hybrid"'s levels after its cluster's).
+extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_fast(const long long* __restrict__ rec, int first,
+                                                                        int count, int* __restrict__ cnt,
+                                                                        int* __restrict__ span)
+{
+    SetupFastBlock g;
+    mgs_tail_levels_body<false>(rec, first, count, cnt, span, g);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_fast_scatter(const long long* __restrict__ rec,
+                                                                                int first, int count,
+                                                                                int* __restrict__ cnt,
+                                                                                int* __restrict__ span)
+{
+    SetupFastBlock g;
+    mgs_tail_levels_body<true>(rec, first, count, cnt, span, g);
+}
 #endif
 
 // ---- A coarse level's last launches as one (sparse_pressure_workspace_levels.FUSE "1", off

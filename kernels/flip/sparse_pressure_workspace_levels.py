@@ -50,13 +50,19 @@ def fuse(given=None) -> str:
 
 
 # VOXFX_SPARSE_SETUP_TAIL_GROUP (read at each set-up): the threads of the one-launch tail
-# (``_tail``, mgs_tail_levels*): "block" (one block of 1024 threads, the default) or one cluster of
+# (``_tail``, mgs_tail_levels*): "block" (one block of 1024 threads, the default); one cluster of
 # 8 ("cluster") or 16 ("cluster16", a non-portable cluster) such blocks, every pass spread over the
 # cluster with its barriers the cluster's (mgs_tail_levels_cluster*; compute capability 9.0 on,
-# else the block). The same integers (host harness on threads, GPU test). Issue 24: the one-block
-# tail was 0.094 ms of device a substep at 8M on an H100 (levels 4 and 5).
-TAIL_GROUPS = ("block", "cluster", "cluster16")
-_TAIL_CLUSTERS = {"cluster": 8, "cluster16": 16}
+# else "fast"); "fast": one block without the barriers a pass's own items need not, its scans by
+# warp shuffles (mgs_tail_levels_fast*); "hybrid" / "hybrid16": the tail's levels whose finer
+# level's bound exceeds _CLUSTER_FROM on the cluster, the rest by "fast" (two launches). The same
+# integers (host harness on threads, GPU test). Issue 24: the one-block tail was 0.094 ms of device
+# a substep at 8M on an H100 (levels 4 … 7: ~3,300 fine cells, then a few hundred, then the empty
+# ones); on the cluster 0.089, cluster16 0.105 (s22b's call 1: the cluster's barriers cost what its
+# threads save on levels this small).
+TAIL_GROUPS = ("block", "cluster", "cluster16", "fast", "hybrid", "hybrid16")
+_TAIL_CLUSTERS = {"cluster": 8, "cluster16": 16, "hybrid": 8, "hybrid16": 16}
+_CLUSTER_FROM = 1024  # "hybrid": a level on the cluster where its finer level's bound exceeds this (a block's threads)
 _KC = {blocks: setup.Kernels("flip_sparse_pressure_setup.cu", (), setup.THREADS,
                              defines={**setup._DEFINES, "TAIL_CLUSTER": blocks}) for blocks in (8, 16)}
 _NON_PORTABLE = set()  # ids of the 16-block kernels allowed their non-portable cluster (Kernels keeps them)
@@ -67,12 +73,13 @@ def tail_group(given=None) -> str:
     return env_choice("VOXFX_SPARSE_SETUP_TAIL_GROUP", TAIL_GROUPS, given)
 
 
-def _tail_blocks() -> int:
-    """The blocks of the tail's launch: 1, or the cluster's where the device has clusters."""
+def _tail_way() -> tuple:
+    """(group, cluster blocks): the blocks 0 where the group has no cluster or the device none."""
     import cupy as cp
 
-    blocks = _TAIL_CLUSTERS.get(tail_group(), 1)
-    return blocks if blocks == 1 or int(cp.cuda.Device().compute_capability) >= 90 else 1
+    group = tail_group()
+    blocks = _TAIL_CLUSTERS.get(group, 0)
+    return group, blocks if blocks and int(cp.cuda.Device().compute_capability) >= 90 else 0
 
 
 def _pairing() -> bool:
@@ -105,7 +112,7 @@ def _launch_levels(grid, kind, ws, level0, base, bounds, most, keep=False):
                 held_levels.launch(ws, fine)
             elif graph:
                 key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, _scatter(), joined, pair,
-                       _tail_blocks())
+                       _tail_way())
                 ws.graphs.run(key, partial(_coarser, fine, ws, first), partial(_tail_record, first, fine, ws))
             else:
                 _coarser(fine, ws, first, *_tail_record(first, fine, ws, ws.rec))
@@ -291,23 +298,36 @@ def _tail_record(first, fine, ws, rec=None):
 
 def _tail(first, ws, rec):
     """Levels first … of the workspace by mgs_tail_levels (``sparse_pressure_setup._tail_levels``;
-    *rec*: ``_tail_record``'s) in one block, or its cluster twin on one cluster (``tail_group``)."""
+    *rec*: ``_tail_record``'s) in one block, or by its twins (``tail_group``): on one cluster, by the
+    "fast" block, or the first levels on the cluster and the rest by the fast block."""
     count = len(ws.caps)
     sizes = ws.sizes[:10 * count]
     name = "mgs_tail_levels_scatter" if _scatter() else "mgs_tail_levels"
-    args = (rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:])
-    blocks = _tail_blocks()
-    if blocks == 1:
-        setup._K.launch_grid(name, (1,), (setup._TAIL_THREADS,), args)
+    group, blocks = _tail_way()
+    if group == "block":
+        setup._K.launch_grid(name, (1,), (setup._TAIL_THREADS,),
+                             (rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
         return
-    name = name.replace("mgs_tail_levels", "mgs_tail_levels_cluster")
-    kernel = _KC[blocks].get(name)
-    if blocks > 8 and id(kernel) not in _NON_PORTABLE:  # beyond the portable cluster size: allowed per kernel
-        import cupy as cp
+    split = first  # the cluster's levels first … split − 1, the fast block's split …
+    if blocks and group.startswith("cluster"):
+        split = count
+    elif blocks:
+        while split < count and ws.caps[split - 1] - 1 > _CLUSTER_FROM:
+            split += 1
+    kernels = _KC[blocks or 8]
+    if split > first:
+        cluster = name.replace("mgs_tail_levels", "mgs_tail_levels_cluster")
+        kernel = kernels.get(cluster)
+        if blocks > 8 and id(kernel) not in _NON_PORTABLE:  # beyond the portable cluster size: allowed per kernel
+            import cupy as cp
 
-        cp.cuda.driver.funcSetAttribute(kernel.kernel.ptr, NON_PORTABLE_CLUSTER_ATTRIBUTE, 1)
-        _NON_PORTABLE.add(id(kernel))
-    _KC[blocks].launch_grid(name, (blocks,), (setup._TAIL_THREADS,), args)
+            cp.cuda.driver.funcSetAttribute(kernel.kernel.ptr, NON_PORTABLE_CLUSTER_ATTRIBUTE, 1)
+            _NON_PORTABLE.add(id(kernel))
+        kernels.launch_grid(cluster, (blocks,), (setup._TAIL_THREADS,),
+                            (rec, np.int32(first), np.int32(split), sizes[:4 * count], sizes[4 * count:]))
+    if split < count:
+        kernels.launch_grid(name.replace("mgs_tail_levels", "mgs_tail_levels_fast"), (1,), (setup._TAIL_THREADS,),
+                            (rec, np.int32(split), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
 
 
 def _span_blocks(n) -> int:

@@ -1,5 +1,6 @@
-"""The set-up's one-launch tail on one cluster of blocks (``VOXFX_SPARSE_SETUP_TAIL_GROUP``
-"cluster" and "cluster16": mgs_tail_levels_cluster*, sparse_pressure_workspace_levels._tail)
+"""The set-up's one-launch tail on one cluster of blocks, the fast block or both
+(``VOXFX_SPARSE_SETUP_TAIL_GROUP`` "cluster", "cluster16", "fast", "hybrid", "hybrid16":
+mgs_tail_levels_cluster* and mgs_tail_levels_fast*, sparse_pressure_workspace_levels._tail)
 against the one block ("block", the default; both on threads on the host in
 tests/unit/test_cuda_sparse_setup_cluster_host.py): on fresh random scenes the workspace's sizes
 and spans and every table the same, with the default tail and one from level 2 (several of the
@@ -14,7 +15,7 @@ from tests.pressure_solves import assert_dam_break_ways_agree
 VARIABLE = "VOXFX_SPARSE_SETUP_TAIL_GROUP"
 
 
-@pytest.mark.parametrize("group", ["cluster", "cluster16"])
+@pytest.mark.parametrize("group", ["cluster", "cluster16", "fast", "hybrid", "hybrid16"])
 @pytest.mark.parametrize("restrict", ["scatter", "search"])
 @pytest.mark.parametrize("tail_bound", [16384, 1 << 22])
 @pytest.mark.parametrize("ahead", [False, True])
@@ -33,4 +34,4 @@ def test_gpu_cluster_tail_gives_the_dam_breaks_pressure_bit_for_bit(monkeypatch,
     for name, value in setting:
         monkeypatch.setenv(name, value)
     assert_dam_break_ways_agree(monkeypatch, cupy, lambda way: monkeypatch.setenv(VARIABLE, way),
-                                ("block", "cluster", "cluster16"))
+                                ("block", "cluster", "cluster16", "fast", "hybrid", "hybrid16"))

@@ -79,9 +79,24 @@ template <typename T> T host_max(T* p, T v) {
 template <typename T> T host_add(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 #define atomicAdd host_add
 #include "flip_sparse_pressure_setup.cu"
-static int tail_kernel, tail_blocks, tail_threads;  // 0 mgs_tail_levels*, 1 mgs_tail_levels_cluster*; 2, 3: _scatter
+// 0 mgs_tail_levels, 1 mgs_tail_levels_cluster, 2 mgs_tail_levels_fast, 3 the tail's first level by the
+// cluster and the rest by the fast block ("hybrid"); + 4: the _scatter kernels.
+static int tail_kernel, tail_blocks, tail_threads;
+static void run_group(int kernel, int blocks, int threads, const long long* rec, int first, int count, int* cnt,
+                      int* span);
 static void run_tail(const long long* rec, int first, int count, int* cnt, int* span) {
-    const int blocks = tail_blocks, threads = tail_threads, warps = (threads + 31) / 32;
+    const int way = tail_kernel % 4, scatter = tail_kernel / 4;
+    if (way == 0) run_group(4 * scatter, 1, tail_threads, rec, first, count, cnt, span);
+    if (way == 1) run_group(1 + 4 * scatter, tail_blocks, tail_threads, rec, first, count, cnt, span);
+    if (way == 2) run_group(2 + 4 * scatter, 1, tail_threads, rec, first, count, cnt, span);
+    if (way == 3) {
+        run_group(1 + 4 * scatter, tail_blocks, tail_threads, rec, first, first + 1, cnt, span);
+        run_group(2 + 4 * scatter, 1, tail_threads, rec, first + 1, count, cnt, span);
+    }
+}
+static void run_group(int kernel, int blocks, int threads, const long long* rec, int first, int count, int* cnt,
+                      int* span) {
+    const int warps = (threads + 31) / 32;
     h_dim = {(unsigned)threads, 1, 1};
     h_grid = {(unsigned)blocks, 1, 1};
     block_barriers.assign(blocks, pthread_barrier_t());
@@ -100,10 +115,12 @@ static void run_tail(const long long* rec, int first, int count, int* cnt, int* 
             pool.emplace_back([=] {
                 h_block = {(unsigned)blk, 0, 0};
                 h_thread = {(unsigned)t, 0, 0};
-                if (tail_kernel == 0) mgs_tail_levels(rec, first, count, cnt, span);
-                else if (tail_kernel == 1) mgs_tail_levels_cluster(rec, first, count, cnt, span);
-                else if (tail_kernel == 2) mgs_tail_levels_scatter(rec, first, count, cnt, span);
-                else mgs_tail_levels_cluster_scatter(rec, first, count, cnt, span);
+                if (kernel == 0) mgs_tail_levels(rec, first, count, cnt, span);
+                else if (kernel == 1) mgs_tail_levels_cluster(rec, first, count, cnt, span);
+                else if (kernel == 2) mgs_tail_levels_fast(rec, first, count, cnt, span);
+                else if (kernel == 4) mgs_tail_levels_scatter(rec, first, count, cnt, span);
+                else if (kernel == 5) mgs_tail_levels_cluster_scatter(rec, first, count, cnt, span);
+                else mgs_tail_levels_fast_scatter(rec, first, count, cnt, span);
             });
     for (auto& th : pool) th.join();
     threaded = false;
@@ -151,10 +168,13 @@ def cluster_harness(tmp_path_factory):
 
 
 # (kernel, blocks, threads): the block on 1 × 37 threads, the cluster on 3 × 40 (a partial warp),
-# 2 × 64 and 8 × 32 — each level's scans over several chunks of the cluster's threads.
-RUNS = [(0, 1, 37), (1, 3, 40), (1, 2, 64), (1, 8, 32), (2, 1, 37), (3, 3, 40), (3, 8, 32)]
-IDS = ["block-1x37", "cluster-3x40", "cluster-2x64", "cluster-8x32", "block-scatter-1x37", "cluster-scatter-3x40",
-       "cluster-scatter-8x32"]
+# 2 × 64 and 8 × 32 — each level's scans over several chunks of the cluster's threads —, the fast
+# block on 1 × 40 and 1 × 64, the hybrid on 3 × 40 then 1 × 40; kernel + 4: the _scatter kernels.
+RUNS = [(0, 1, 37), (1, 3, 40), (1, 2, 64), (1, 8, 32), (2, 1, 40), (2, 1, 64), (3, 3, 40), (4, 1, 37), (5, 3, 40),
+        (5, 8, 32), (6, 1, 40), (7, 3, 40)]
+IDS = ["block-1x37", "cluster-3x40", "cluster-2x64", "cluster-8x32", "fast-1x40", "fast-1x64", "hybrid-3x40",
+       "block-scatter-1x37", "cluster-scatter-3x40", "cluster-scatter-8x32", "fast-scatter-1x40",
+       "hybrid-scatter-3x40"]
 
 
 @pytest.mark.usefixtures("mg_dense_sweeps")
@@ -170,12 +190,15 @@ def test_tails_on_threads_build_the_numpy_tables(cluster_harness, scene, tail, k
 
 
 # The cluster scan's deterministic mistakes: every block's offset one block too many, the carry of
-# a chunk the block's own total, the second scan of a pair the first's warp sums; and the passes
-# without the cluster's barrier (120 threads racing: it failed every run tried).
+# a chunk the block's own total, the second scan of a pair the first's warp sums; the passes
+# without the cluster's barrier (120 threads racing: it failed every run tried); the fast block's
+# second scan carrying the first's chunk sums.
 MUTANTS = {"offset": ("before_a += r < (int)blockIdx.x ? xa : 0;", "before_a += r <= (int)blockIdx.x ? xa : 0;"),
            "carry": ("carry_a += chunk_a;", "carry_a += ta;"),
            "pair": ("sb = lane < warps ? sums[32 + lane] : 0;", "sb = lane < warps ? sums[lane] : 0;"),
-           "barrier": ("__device__ void sync() { SETUP_CLUSTER_BARRIER(); }", "__device__ void sync() {}")}
+           "barrier": ("__device__ void sync() { SETUP_CLUSTER_BARRIER(); }", "__device__ void sync() {}"),
+           "fast-carry": ("            carry_a += ta;\n            carry_b += tb;\n            __syncthreads();",
+                          "            carry_a += ta;\n            carry_b += ta;\n            __syncthreads();")}
 
 
 @pytest.mark.usefixtures("mg_dense_sweeps")
@@ -184,6 +207,6 @@ def test_a_wrong_cluster_scan_builds_other_tables(tmp_path_factory, mutant):
     """The mutants of SetupCluster's scan fail the oracle that the kernel passes."""
     harness = _harness(tmp_path_factory, MUTANTS[mutant], name="setup_cluster_" + mutant)
     lines, M = scene_lines("tank")
-    out = harness.raw(lines + ["1 1 3 40"]).split()
+    out = harness.raw(lines + ["1 2 1 40" if mutant.startswith("fast") else "1 1 3 40"]).split()
     with pytest.raises((AssertionError, ValueError, IndexError)):  # other tables, or none readable
         assert_levels(out, M)

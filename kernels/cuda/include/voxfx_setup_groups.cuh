@@ -134,5 +134,38 @@ struct SetupCluster {
         scan2(flags, flags + n, n, o, o + n);
     }
 };
+
+// One block with SetupCluster's shortcuts (the _fast kernels: the small levels after a cluster's
+// level, or every level): no barrier between a pass and the scan of its flags, none at a level's
+// end, and the scans by warp shuffles — three barriers a chunk of blockDim.x items where
+// scan_range's Hillis–Steele steps take twenty at 1024 threads. A grid of one block.
+struct SetupFastBlock {
+    __device__ void sync() { __syncthreads(); }
+    __device__ void own() {}
+    __device__ void level_end() {}
+    __device__ void scan2(const int* __restrict__ a, const int* __restrict__ b, int n, int* __restrict__ oa,
+                          int* __restrict__ ob)
+    {
+        SETUP_SHARED(int, sums, 64);
+        int carry_a = 0, carry_b = 0;
+        for (int at = 0; at < n; at += (int)blockDim.x) {
+            const int i = at + (int)threadIdx.x;
+            int va = i < n ? a[i] : 0, vb = i < n && b ? b[i] : 0, ta, tb;
+            setup_block_inclusive2(va, vb, sums, ta, tb);
+            if (i < n) {
+                oa[i] = carry_a + va;
+                if (b) ob[i] = carry_b + vb;
+            }
+            carry_a += ta;
+            carry_b += tb;
+            __syncthreads();  // sums read above before the next chunk writes them
+        }
+    }
+    __device__ void scan(const int* __restrict__ a, int n, int* __restrict__ o) { scan2(a, nullptr, n, o, nullptr); }
+    __device__ void scan_rows(const int* __restrict__ flags, int n, int* __restrict__ o)
+    {
+        scan2(flags, flags + n, n, o, o + n);
+    }
+};
 #endif  // TAIL_CLUSTER
 #endif
