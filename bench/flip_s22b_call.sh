@@ -3,7 +3,8 @@
 # barriers, scans by warp shuffles; "hybrid"/"hybrid16" the levels over 1024 fine cells on the cluster, the rest
 # by the fast block). The new GPU file (every group against block: tables on random scenes, dam breaks bit for
 # bit) beside the warm-up, and the set-up files (fuse, workspace, set-up graph, scan join) with "hybrid" in the
-# environment; then each set-up kernel's device ms for the groups (and hybrid with the tail from level 3), and
+# environment; then each set-up kernel's device ms for the groups (hybrid with the tail from level 3 too, and
+# the fast block on 256 threads), and
 # the 8M row's A/B in one process, block against the way with the least coarse-level kernels, both orders.
 # ≤ 200 s of script.
 OUT_DEFAULT=$OUT; . bench/_device_call.sh
@@ -20,7 +21,8 @@ wait $P2; echo "G2 fuse, workspace, setup graph, scan join ($G=hybrid) rc=$?"; p
 echo "elapsed $SECONDS"
 [ $SECONDS -lt 100 ] && timeout 45 python3 bench/flip_sparse_setup_kernels.py --substeps 4 --set $G=block \
   --set $G=cluster --set $G=fast --set $G=hybrid --set $G=hybrid16 \
-  --set $G=hybrid sparse_pressure_setup.TAIL_BOUND=32768 > $L/kernels.log 2>&1; echo "kernels rc=$? at $SECONDS"
+  --set $G=hybrid sparse_pressure_setup.TAIL_BOUND=32768 --set $G=fast sparse_pressure_workspace_levels._FAST_THREADS=256 \
+  --set $G=hybrid sparse_pressure_workspace_levels._FAST_THREADS=256 > $L/kernels.log 2>&1; echo "kernels rc=$? at $SECONDS"
 grep -E "^device|^way|coarse levels\]|mgs_tail|stages|bricks" $L/kernels.log | head -60 | cut -c1-200
 BEST=$(python3 - $L/kernels.log <<'PY'
 import re, sys

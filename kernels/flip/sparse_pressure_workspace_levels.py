@@ -63,6 +63,7 @@ def fuse(given=None) -> str:
 TAIL_GROUPS = ("block", "cluster", "cluster16", "fast", "hybrid", "hybrid16")
 _TAIL_CLUSTERS = {"cluster": 8, "cluster16": 16, "hybrid": 8, "hybrid16": 16}
 _CLUSTER_FROM = 1024  # "hybrid": a level on the cluster where its finer level's bound exceeds this (a block's threads)
+_FAST_THREADS = 1024  # the fast block's threads (a multiple of 32: its scans take whole warps)
 _KC = {blocks: setup.Kernels("flip_sparse_pressure_setup.cu", (), setup.THREADS,
                              defines={**setup._DEFINES, "TAIL_CLUSTER": blocks}) for blocks in (8, 16)}
 _NON_PORTABLE = set()  # ids of the 16-block kernels allowed their non-portable cluster (Kernels keeps them)
@@ -326,7 +327,7 @@ def _tail(first, ws, rec):
         kernels.launch_grid(cluster, (blocks,), (setup._TAIL_THREADS,),
                             (rec, np.int32(first), np.int32(split), sizes[:4 * count], sizes[4 * count:]))
     if split < count:
-        kernels.launch_grid(name.replace("mgs_tail_levels", "mgs_tail_levels_fast"), (1,), (setup._TAIL_THREADS,),
+        kernels.launch_grid(name.replace("mgs_tail_levels", "mgs_tail_levels_fast"), (1,), (_FAST_THREADS,),
                             (rec, np.int32(split), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
 
 
