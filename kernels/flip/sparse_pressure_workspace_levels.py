@@ -56,10 +56,14 @@ def fuse(given=None) -> str:
 # else "fast"); "fast": one block without the barriers a pass's own items need not, its scans by
 # warp shuffles (mgs_tail_levels_fast*); "hybrid" / "hybrid16": the tail's levels whose finer
 # level's bound exceeds _CLUSTER_FROM on the cluster, the rest by "fast" (two launches). The same
-# integers (host harness on threads, GPU test). Issue 24: the one-block tail was 0.094 ms of device
-# a substep at 8M on an H100 (levels 4 … 7: ~3,300 fine cells, then a few hundred, then the empty
-# ones); on the cluster 0.089, cluster16 0.105 (s22b's call 1: the cluster's barriers cost what its
-# threads save on levels this small).
+# integers (host harness on threads, GPU test). Issue 24, 8M dam break on an H100
+# (bench/flip_sparse_setup_kernels.py, ways in turn, medians of 4; bench/RESULTS.md, s22b): the tail
+# (levels 4 … 7: ~3,300 fine cells, then a few hundred, then the empty ones) block 0.094 / 0.087 ms
+# of device a substep (two calls), cluster 0.089 / 0.085, cluster16 0.105 — the cluster's barriers
+# cost what its threads save on levels this small —; fast **0.066**; hybrid 0.038 + 0.027 = 0.064
+# in two launches (0.037 + 0.024 with _FAST_THREADS 256; the fast block alone on 256: 0.111),
+# hybrid16 0.041 + 0.029; the coarse levels' kernels 0.372 → 0.357 (fast), 0.354 ms (hybrid). The
+# 8M row A/B (block / hybrid, both orders) did not resolve it: pressure 3.895 / 4.021, 3.910 / 3.844.
 TAIL_GROUPS = ("block", "cluster", "cluster16", "fast", "hybrid", "hybrid16")
 _TAIL_CLUSTERS = {"cluster": 8, "cluster16": 16, "hybrid": 8, "hybrid16": 16}
 _CLUSTER_FROM = 1024  # "hybrid": a level on the cluster where its finer level's bound exceeds this (a block's threads)
@@ -303,12 +307,23 @@ def _tail(first, ws, rec):
     "fast" block, or the first levels on the cluster and the rest by the fast block."""
     count = len(ws.caps)
     sizes = ws.sizes[:10 * count]
-    name = "mgs_tail_levels_scatter" if _scatter() else "mgs_tail_levels"
     group, blocks = _tail_way()
-    if group == "block":
-        setup._K.launch_grid(name, (1,), (setup._TAIL_THREADS,),
+    if group == "block" and _scatter():
+        setup._K.launch_grid("mgs_tail_levels_scatter", (1,), (setup._TAIL_THREADS,),
                              (rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
-        return
+    elif group == "block":
+        setup._K.launch_grid("mgs_tail_levels", (1,), (setup._TAIL_THREADS,),
+                             (rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
+    else:
+        _tail_groups(first, ws, rec, group, blocks)
+
+
+def _tail_groups(first, ws, rec, group, blocks):
+    """``_tail``'s twins of the block (``_KC``'s module): levels first … split − 1 on one cluster
+    of *blocks* (0: none), the rest by the fast block."""
+    count = len(ws.caps)
+    sizes = ws.sizes[:10 * count]
+    name = "mgs_tail_levels_scatter" if _scatter() else "mgs_tail_levels"
     split = first  # the cluster's levels first … split − 1, the fast block's split …
     if blocks and group.startswith("cluster"):
         split = count

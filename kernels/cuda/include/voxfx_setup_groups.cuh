@@ -4,9 +4,10 @@
 // whose arrive releases and wait acquires every earlier access of the cluster's threads, global
 // memory included; a scan by warp shuffles, each block's total read by every block from the
 // others' shared memory). Both give the same integers: an inclusive scan of ints is the same in
-// any order of its additions. Issue 24: the one-block tail was 0.094 ms of device a substep at
-// 8M on an H100 (levels 4 and 5, ~3,300 cells down to 16 unknowns) — its passes' key searches
-// and ~200 block barriers on one SM.
+// any order of its additions. Issue 24, 8M dam break on an H100 (s22b, bench/RESULTS.md): the
+// one-block tail 0.087–0.094 ms of device a substep (levels 4 … 7); on the cluster 0.085–0.089 (a
+// cluster barrier costs about what its threads save at these sizes); SetupFastBlock's 0.066; level
+// 4 on the cluster and the rest by the fast block 0.038 + 0.027 in two launches.
 #ifndef VOXFX_SETUP_GROUPS_CUH  // a guard, not #pragma once: a host harness inlines a mutant before it
 #define VOXFX_SETUP_GROUPS_CUH
 
