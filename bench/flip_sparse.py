@@ -10,7 +10,7 @@ from the particle count before baking) beside the measured ones.
                                  [--memory-trace] [--row 8m|65m|river] [--frames N] [--time-cap S]
                                  [--topology device legacy] [--cfl X ...] [--level-set-modes bricks legacy]
                                  [--pressure-warm 0 1] [--topology-update fused table] [--compile-log] [--stages]
-                                 [--ab NAME=VALUE ... --ab NAME=VALUE ...]
+                                 [--ab NAME=VALUE ... --ab NAME=VALUE ...] [--pace N [--rounds R]]
 
 ``--ab A=1 B=2 --ab A=3 --ab ''`` runs one simulation of the row whose substeps alternate between
 the ways (their environment variables set before each substep; '' the defaults), the A/B on
@@ -22,6 +22,10 @@ is the other way's solver and misses every substep, and three such ways outgrow 
 cache (H100, fourteenth session: the session's start against its end read pressure 4.81 → 5.59 ms
 alternating, 4.72 → 3.84 ms (medians of three) in separate processes). Compare those in separate
 processes, alternating old / new.
+
+``--pace N`` (with ``--row``, and ``--ab`` ways if given) runs the substep as the simulation does, no sync
+of its own between substeps, in blocks of N beside the synced row in one simulation: the device's pace, its
+idle where the host is behind and its busy time a substep (``_sparse_pace.py``; ``--rounds R`` rounds).
 
 ``--topology-update fused table`` runs each row once per topology update way
 (``VOXFX_SPARSE_TOPOLOGY_UPDATE``, ``sparse_topology_gpu.TOPOLOGY_UPDATES``) in one process;
@@ -298,6 +302,19 @@ def run_ab(n, particles, steps, warm, ways, kind="dam"):
     return out
 
 
+def run_ways(args):
+    """``--ab`` (substeps alternating between the ways) or ``--pace`` (``_sparse_pace.run_pace``, the ways if given)."""
+    n, particles = ROWS[args.row or "8m"]
+    ways = [[x for x in way if x] for way in args.ab or [[]]]
+    if args.pace:
+        from _sparse_pace import KINDS, run_pace
+
+        run_pace(n, particles, args.pace, args.warm, args.rounds, ways, timed_sparse_substep, STAGES,
+                 kinds=tuple(args.pace_kinds or KINDS))
+    else:
+        run_ab(n, particles, args.steps, args.warm, ways)
+
+
 def level_set_way(text: str) -> str:
     """``--level-set-modes``' way: MODE or MODE:VAR=VALUE,VAR=VALUE (``_sparse_frames.timed_level_set``)."""
     mode, _, switches = text.partition(":")
@@ -354,13 +371,16 @@ def main():
     ap.add_argument("--ab", nargs="+", action="append", default=None, metavar="NAME=VALUE",
                     help="a way (environment variables) for an A/B in one simulation, substeps alternating; "
                          "give --ab twice or more (--ab '' for the defaults)")
+    ap.add_argument("--pace", type=int, default=0, metavar="N",
+                    help="the substep as the simulation runs it, blocks of N substeps (_sparse_pace.py)")
+    ap.add_argument("--rounds", type=int, default=2, help="with --pace: rounds of blocks a way")
+    ap.add_argument("--pace-kinds", nargs="+", default=None, help="with --pace: the blocks run (_sparse_pace.KINDS)")
     args = ap.parse_args()
     import cupy as cp
 
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    if args.ab:
-        n, particles = ROWS[args.row or "8m"]
-        run_ab(n, particles, args.steps, args.warm, [[x for x in way if x] for way in args.ab])
+    if args.ab or args.pace:
+        run_ways(args)
         return
     trace = MemoryTrace() if args.memory_trace else None
     kind = {"river": "river", "8m-still": "still"}.get(args.row, "dam")

@@ -26,7 +26,9 @@ projection (topology, P2G, pressure: the pressure p and the faces u* kept), then
    (``kernels/cuda/include/voxfx_g2p_block_table.cuh``, e.g. main's from ``git archive``) in place
    of this tree's, in this process (two encodings of one kernel timed side by side); the corners
    ``table-centred`` (helper h21n): table with ``VOXFX_SPARSE_G2P_TABLE_CODE=centred`` (h21g's per-axis
-   code in the time-centred entries).
+   code in the time-centred entries). Each way's host time of the call is printed too (helper s22c; the
+   device busy with the spin kernel meanwhile). ``--host CALLS`` (helper s22c): the G2P call's host time,
+   CALLS calls in a row (the default corners, end of the substep), and a profile of the calls.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import argparse
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -159,9 +162,10 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin, apic=False, base=None):
         cases += [("APIC end of substep", None, apic_c), ("APIC time-centred", before_faces, apic_c)]
     print(f"G2P + advection, block kernel: {len(sim.pos):,} particles, {g.brick_count()} bricks, "
           f"bins' order, medians of {repeat}, device alone")
-    print("case | corners:(blocks an SM)x(threads) | ms | same bits as the first")
+    print("case | corners:(blocks an SM)x(threads) | ms | same bits as the first | the call's host time (median)")
     for case, before, c in cases:
         rows = {sh: [] for sh in shapes}
+        hosts = {sh: [] for sh in shapes}
         outs = {}
         for r in range(repeat + 1):
             for sh in shapes if r % 2 == 0 else shapes[::-1]:
@@ -178,8 +182,10 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin, apic=False, base=None):
                 try:
                     spin((1,), (1,), (np.int64(4_000_000),))
                     ev[0].record()
+                    start = time.perf_counter()
                     sparse_g2p_gpu.g2p_advect(g, old, state["pos"], state["vel"], *scalars, c, order="cell",
                                               kernel="block", before=before)
+                    host = time.perf_counter() - start  # the launch's host time (the device busy: the spin)
                     ev[1].record()
                     ev[1].synchronize()
                 finally:
@@ -187,14 +193,56 @@ def g2p_shapes(cp, sim, dt, old, repeat, shapes, spin, apic=False, base=None):
                     sparse_g2p_gpu.g2p_block_module = real_module
                 if r:
                     rows[sh].append(cp.cuda.get_elapsed_time(ev[0], ev[1]))
+                    hosts[sh].append(host * 1e6)
                 if r == repeat:  # the last round's particles (and C)
                     outs[sh] = tuple(cp.asnumpy(a) for a in (state["pos"], state["vel"], *(() if c is None else (c,))))
         first = outs[shapes[0]]
         for sh in shapes:
             same = all(np.array_equal(a.view(np.uint32), b.view(np.uint32)) for a, b in zip(outs[sh], first))
-            print(f"{case} | {sh[0]}:{sh[1]}x{sh[2]} | {np.median(rows[sh]):.4f} | {same}", flush=True)
+            print(f"{case} | {sh[0]}:{sh[1]}x{sh[2]} | {np.median(rows[sh]):.4f} | {same} | host "
+                  f"{np.median(hosts[sh]):.1f} µs", flush=True)
     os.environ.pop("VOXFX_SPARSE_G2P_CORNERS", None)
     os.environ.pop("VOXFX_SPARSE_G2P_TABLE_CODE", None)
+    g.bins = bins
+
+
+def host_loop(cp, sim, dt, old, calls, rounds=5):
+    """The G2P call's host time (helper s22c): *calls* back-to-back calls of ``sparse_g2p_gpu.g2p_advect`` (the
+    default corners, end of the substep, the bins' order), *rounds* rounds (the first a warm-up); the median µs a
+    call; then one cProfile of the calls (the functions' own time). Session 22, H100 host (s22c's call 2): 51.5 µs a
+    call (53.5 with the launch's 23 scalars kept as CuPy CScalars, h21k's way: no cheaper, not kept)."""
+    import cProfile
+    import pstats
+
+    g, s = sim.grid, sim.settings
+    bins = g.bins
+    f32 = np.float32
+    flip = f32(s.flip_ratio)
+    scalars = (flip, f32(1) - flip, f32(dt), f32(0.5) * f32(dt))
+    pos, vel = sim.pos.copy(), sim.vel.copy()
+    times = []
+
+    def batch():
+        for _ in range(calls):
+            g.bins = (pos, *bins[1:])
+            sparse_g2p_gpu.g2p_advect(g, old, pos, vel, *scalars, None, order="cell", kernel="block")
+
+    for r in range(rounds):
+        cp.cuda.Device().synchronize()
+        start = time.perf_counter()
+        batch()
+        took = time.perf_counter() - start
+        if r:
+            times.append(took / calls * 1e6)
+    print(f"G2P call host time (µs a call, median of {rounds - 1} rounds of {calls} calls): {np.median(times):.1f}",
+          flush=True)
+    cp.cuda.Device().synchronize()
+    prof = cProfile.Profile()
+    prof.enable()
+    batch()
+    prof.disable()
+    cp.cuda.Device().synchronize()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(14)
     g.bins = bins
 
 
@@ -207,6 +255,7 @@ def main():
     ap.add_argument("--no-g2p", action="store_true", help="the projection stage only")
     ap.add_argument("--apic", action="store_true", help="the APIC cases too (C written)")
     ap.add_argument("--base", help="a base tree whose brick-table header the corners base-table take")
+    ap.add_argument("--host", type=int, default=0, help="CALLS: the G2P call's host time and profile")
     args = ap.parse_args()
     import cupy as cp
 
@@ -217,6 +266,8 @@ def main():
         shapes = [(sh.split(":")[0] if ":" in sh else "select", *(int(x) for x in sh.split(":")[-1].split("x")))
                   for sh in args.shapes]
         g2p_shapes(cp, sim, dt, old, args.repeat, shapes, spin, apic=args.apic, base=args.base)
+    if args.host:
+        host_loop(cp, sim, dt, old, args.host)
 
 
 if __name__ == "__main__":

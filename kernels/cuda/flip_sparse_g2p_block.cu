@@ -134,6 +134,10 @@
 // (the code: −1.5% at the end of the substep, +0.6% time-centred, ±0.4% with APIC; auto: the table but for
 // time-centred APIC, pairs; at 8 × 128 auto's corners are 2–6% faster than at 4 × 256 in every variant.)
 //
+// Helper s22c: the table's corner codes split (BLOCK_TABLE = 2, voxfx_g2p_block_wtable.cuh; auto's without APIC) and
+// the closed lattices' upper-corner flag once a launch (BLOCK_UP_UNIFORM): fast path 1,196 → 1,160 instructions at
+// the end of the substep; H100 80GB HBM3, the kernel alone, 0.4256 → 0.4225 ms (end), 0.5374 → 0.5312 (time-centred).
+//
 // Layout and brick tables: flip_sparse_transfer.cu's notes. Constants from Python (-D):
 // AIR, FLUID, SOLID, PUSH_EPSILON.
 
@@ -151,13 +155,21 @@ struct AxisCorners {
     bool in;
 };
 
+#ifndef BLOCK_UP_UNIFORM  // axis_corners' closed up as s != 1 (1; helper s22c, with BLOCK_TABLE 2), else per lane:
+#define BLOCK_UP_UNIFORM (BLOCK_TABLE == 2)  // for s ≥ 2 i0 ≤ s − 2, so i0 + 1 ≤ s − 1; s = 1: i0 = 0 = s − 1; s ≤ 0:
+#endif  // i0 = 0 > s − 1 (tests/unit/test_cuda_g2p_wtable_host.py checks s in [−3, 40) at edge points)
+
 __device__ __forceinline__ AxisCorners axis_corners(float c, int closed, int s)
 {
     AxisCorners A;
     if (closed) {
         c = fminf(fmaxf(c, 0.0f), (float)(s - 1));
         A.i0 = max(min((int)c, s - 2), 0);
+#if BLOCK_UP_UNIFORM
+        A.up = s != 1;  // = min(i0 + 1, s − 1) != i0 for every s (BLOCK_UP_UNIFORM): a launch's test, not a lane's
+#else
         A.up = min(A.i0 + 1, s - 1) != A.i0;
+#endif
         A.in = true;
     } else {
         c = isfinite(c) ? c : 0.0f;
@@ -216,13 +228,15 @@ __device__ __noinline__ Corners block_corners_slow(Home H, int closed, int s0, i
 #endif
 
 #ifndef BLOCK_TABLE  // block_sample_table: the corners' bricks from the particle's table in shared memory (1;
-#define BLOCK_TABLE 0  // VOXFX_SPARSE_G2P_CORNERS=table, sparse_g2p_gpu.block_corners), else block_sample (0)
-#endif
+#define BLOCK_TABLE 0  // VOXFX_SPARSE_G2P_CORNERS=table, sparse_g2p_gpu.block_corners; 2: tablew, its split codes,
+#endif  // voxfx_g2p_block_wtable.cuh, helper s22c), else block_sample (0)
 
 #ifndef BLOCK_TABLE_OR  // the entries whose table corners take h21g's per-axis code (table_axis_code<true>; helper
 #define BLOCK_TABLE_OR 0  // h21n), a bit each: 1 end, 2 end APIC, 4 centred, 8 centred APIC (sparse_g2p_gpu's)
 #endif
-#if BLOCK_TABLE
+#if BLOCK_TABLE == 2
+#include "voxfx_g2p_block_wtable.cuh"  // the table, split corner codes (helper s22c): the same names
+#elif BLOCK_TABLE
 #include "voxfx_g2p_block_table.cuh"  // Table, table_load, block_sample_table
 #else
 struct Table {};

@@ -30,10 +30,13 @@ cross no brick along y and z; the same bits; ``auto`` (the default) takes pairs 
 end of the substep (1.055 → 1.002 ms), select elsewhere (no gain: ``block_corners``); ``table`` (helper
 h21g) takes every corner's brick from the particle's 2 × 2 × 2 bricks kept in shared memory, read once a
 particle for both samples: 0.502 → 0.451 ms at the end of the substep and 0.595 → 0.551 time-centred (H100,
-8M, 4 × 256; 0.479 → 0.432 and 0.576 → 0.537 at 8 × 128); auto's but for time-centred APIC, which takes
-pairs (helper h21i, ``G2P_CORNERS``' notes). Its launch shape (``VOXFX_SPARSE_G2P_BLOCK_SHAPE``, helper h21d):
-8 blocks of 128 (the default since helper h21i) or 4 of 256, the same registers and bits; with auto's
-corners 8 × 128 is 2–6% faster in every variant (H100, 8M; ``G2P_BLOCK_SHAPES``' notes).
+8M, 4 × 256; 0.479 → 0.432 and 0.576 → 0.537 at 8 × 128); auto's with APIC at the end of the substep;
+time-centred APIC takes pairs (helper h21i, ``G2P_CORNERS``' notes). ``tablew`` (helper s22c): the same table
+with each corner's code split (an OR, a shared load and an add a corner), auto's without APIC: 0.4256 → 0.4225
+ms at the end of the substep, 0.5374 → 0.5312 time-centred (H100, 8M, 8 × 128). Its launch shape
+(``VOXFX_SPARSE_G2P_BLOCK_SHAPE``, helper h21d): 8 blocks of 128 (the default since helper h21i) or 4 of 256,
+the same registers and bits; with auto's corners 8 × 128 is 2–6% faster in every variant (H100, 8M;
+``G2P_BLOCK_SHAPES``' notes).
 """
 
 from __future__ import annotations
@@ -79,7 +82,24 @@ G2P_BLOCK_THREADS = 128
 # same bench with --apic, one process, medians of 7, H100 80GB HBM3), select / pairs / table, ms, at 8x128 (4x256):
 # end of substep 1.020 / 0.949 / **0.937** (1.057 / 1.002 / **0.996**), time-centred 1.064 / **1.001** / 1.064
 # (1.099 / **1.021** / 1.102): auto is table but for time-centred APIC, which takes pairs.
-G2P_CORNERS = ("auto", "pairs", "select", "table")
+# "tablew" (helper s22c; kernels/cuda/include/voxfx_g2p_block_wtable.cuh): the table (32 B a thread, its layout) with
+# the bricks' bases slot · 512 and each corner's code split in a brick part (the entry's address: one three-input OR
+# a corner) and a local part (the pool index: one three-input add a corner, the (y, z) parts paired), and the closed
+# lattices' upper-corner flag once a launch (flip_sparse_g2p_block.cu's BLOCK_UP_UNIFORM); the same cells, so the
+# same bits. SASS (nvcc 13.0, sm_90, 8x128; a closed domain's fast path, instructions a particle, table → tablew):
+# end of substep 1,196 → 1,160, time-centred 1,469 → 1,395, APIC 1,268 → 1,238, time-centred APIC 1,544 → 1,479;
+# spills 0 / 24 / 24 / 40 B → 0 / 8 / 32 / 48 B (end / centred / APIC / centred APIC). H100 80GB HBM3 (driver
+# 580.159.04), the 8M dam break after 4 substeps, the kernel alone (bench/flip_sparse_g2p_project.py --apic, 8x128,
+# medians of 9, the same bits), table (the default's, h21g's code time-centred) → tablew: end of substep 0.4256 →
+# 0.4225 ms, time-centred 0.5374 → 0.5312, APIC 0.9371 → 0.9582, time-centred APIC 1.0656 → 1.0603 (pairs, auto's
+# there, 1.001 in h21i's call); ncu (one launch each, end of substep): 300.5M → 291.5M warp instructions, issue
+# active 74.4 → 72.8%, L1 hit 80.6 → 80.4%. An x-pair table (one 64-bit shared load for a component's two corners
+# along x, 12 pairs, 96 B a thread; 1,124 instructions at the end of the substep) measured slower (0.4291 / 0.5536
+# / 0.9790 / 1.0428 ms in the same call): its 96 KiB of shared memory an SM raise the carve-out 102 → 135 KiB, the
+# L1 hit rate 80.6 → 78.3%, long-scoreboard stalls +13% (ncu); removed (branch s22c's first commit). auto takes
+# tablew without APIC since s22c (the 8M row, the ways alternating in one process, both orders: G2P + advection
+# 0.526 → 0.524 and 0.539 → 0.534 ms), table with APIC at the end of the substep (tablew +2.3% there).
+G2P_CORNERS = ("auto", "pairs", "select", "table", "tablew")
 
 
 def g2p_corners(corners=None) -> str:
@@ -89,10 +109,11 @@ def g2p_corners(corners=None) -> str:
 
 def block_corners(centred: bool, apic: bool, corners=None) -> str:
     """The block kernel's corners for the variant: ``g2p_corners(corners)``, auto being the fastest measured
-    (``G2P_CORNERS``' notes): table (helpers h21g, h21i) but for time-centred APIC, which takes pairs."""
+    (``G2P_CORNERS``' notes): tablew without APIC (helper s22c), table with APIC at the end of the substep
+    (helpers h21g, h21i), pairs for time-centred APIC."""
     way = g2p_corners(corners)
     if way == "auto":
-        way = "pairs" if apic and centred else "table"
+        way = ("pairs" if centred else "table") if apic else "tablew"
     return way
 
 
@@ -104,7 +125,8 @@ def block_corners(centred: bool, apic: bool, corners=None) -> str:
 # h21i's code 0.4314 → 0.4251 ms at the end of the substep but 0.5369 → 0.5399 time-centred (+0.6%),
 # 1.0644 → 1.0638 time-centred APIC: "centred" would keep h21i's gain where it was measured and h21g's form
 # where it was faster. Session 22, H100 80GB HBM3, 8 × 128, the kernel alone (medians of 7), shift → centred: end
-# of substep 0.4267 → 0.4259 ms, time-centred 0.5408 → 0.5375, APIC end 0.9372 both, the same bits each.
+# of substep 0.4267 → 0.4259 ms, time-centred 0.5408 → 0.5375, APIC end 0.9372 both, the same bits each. Since s22c
+# auto takes tablew (no per-axis code) without APIC, so this switch acts where the corners are table by name.
 G2P_TABLE_CODES = ("shift", "centred")
 G2P_TABLE_OR = {"shift": 0, "centred": 4 | 8}  # BLOCK_TABLE_OR: 1 end, 2 end APIC, 4 centred, 8 centred APIC
 
@@ -117,12 +139,12 @@ def g2p_table_code(code=None) -> str:
 def g2p_block_module(min_blocks=None, threads=None, corners=None, table_or=0) -> Kernels:
     """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
     ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them) with
-    the corners *corners* (pairs or table, else select); with table corners *table_or* the entries
+    the corners *corners* (pairs, table or tablew, else select); with table corners *table_or* the entries
     taking h21g's per-axis code (BLOCK_TABLE_OR, ``G2P_TABLE_OR``; 0: none, no define)."""
     m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
     t = G2P_BLOCK_THREADS if threads is None else int(threads)
-    pairs, table = int(corners == "pairs"), int(corners == "table")
-    table_or = int(table_or) if table else 0
+    pairs, table = int(corners == "pairs"), {"table": 1, "tablew": 2}.get(corners, 0)
+    table_or = int(table_or) if table == 1 else 0
     key = (m, t, pairs, table, table_or)
     if key not in _G2P_BLOCK:
         defines = {**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "BLOCK_THREADS": t, "BLOCK_MIN_BLOCKS": m,
@@ -138,6 +160,7 @@ G2P_BLOCK = g2p_block_module(corners="select")
 G2P_BLOCK_PAIRS = g2p_block_module(corners="pairs")
 G2P_BLOCK_TABLE = g2p_block_module(corners="table")
 G2P_BLOCK_TABLE_CENTRED = g2p_block_module(corners="table", table_or=G2P_TABLE_OR["centred"])  # the default's
+G2P_BLOCK_TABLEW = g2p_block_module(corners="tablew")  # helper s22c's split codes (G2P_CORNERS' notes)
 # flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
 # for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
 # H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),

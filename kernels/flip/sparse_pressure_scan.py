@@ -4,7 +4,9 @@ int32 flags — one launch of scan_lookback (a single pass with decoupled look-b
 status words hold the tiles, else scan_tile_sums + scan_tiles, or ``cupy.cumsum`` — by
 ``sparse_pressure_setup.SCAN`` (read there at each call, so a test or bench that sets it there
 picks the way), and scan_lookback's tile floor (``VOXFX_SPARSE_SCAN_TILE``); ``inclusive_scans``:
-two independent row sets in one launch (scan_lookback_pair, ``VOXFX_SPARSE_SCAN_JOIN``)."""
+two independent row sets in one launch (scan_lookback_pair, ``VOXFX_SPARSE_SCAN_JOIN``); the
+look-back kernels' way of a tile (``VOXFX_SPARSE_SCAN_WAY``: read twice in chunks, or once in
+registers: scan_lookback_wide, scan_lookback_pair_wide)."""
 
 from __future__ import annotations
 
@@ -40,9 +42,37 @@ def scan_tile(n, width=8) -> int:
     return max(width * THREADS, -(-int(n) // (_SCAN_TILES * THREADS)) * THREADS)
 
 
+# VOXFX_SPARSE_SCAN_WAY (read at each scan, ``scan_way``; s22a, session 22; "1" the default since
+# its device call): the look-back kernels' way of a tile (cuda/flip_sparse_pressure_scan.cu's
+# notes). "0": scan_lookback and
+# scan_lookback_pair — tiles of ``scan_tile`` (the SCAN_TILE floor), read twice, chunks of 8
+# items a thread, a 32-tile look-back window. "1": scan_lookback_wide and scan_lookback_pair_wide
+# — tiles of _WIDE_TILE items read once into registers (int4 loads and stores), a 128-tile
+# window; where the rows' tiles overflow the status words (more than 4,096 tiles: ~16.7M items)
+# the "0" kernels. The same integers (host harness; tests/gpu/test_flip_sparse_pressure_scan_
+# wide_gpu.py). H100 80GB HBM3 (bench/flip_sparse_setup_kernels.py, 8M row, both orders): level 0's
+# scan 0.069 / 0.071 → 0.025 / 0.024 ms (~1.65 TB/s of its 41 MB), the coarse levels' two pairs
+# 0.029 / 0.031 → 0.019 / 0.018 and two singles 0.018 / 0.017 → 0.015 / 0.015: the seven scans
+# 0.115 / 0.119 → 0.059 / 0.056 ms of device a substep.
+SCAN_WAYS = ("0", "1")
+_WIDE_TILE = 16 * THREADS  # SCAN_VECS int4 vectors a thread
+
+
+def scan_way(given=None) -> str:
+    """The look-back kernels' way of a tile (``SCAN_WAYS``)."""
+    return env_choice("VOXFX_SPARSE_SCAN_WAY", SCAN_WAYS, given, default="1")
+
+
+def _wide(*row_sets) -> bool:
+    """Whether the "1" kernels take these (rows, n) sets: the way on and their tiles of
+    _WIDE_TILE within the status words."""
+    return scan_way() == "1" and sum(rows * -(-n // _WIDE_TILE) for rows, n in row_sets) <= _LOOKBACK_WORDS
+
+
 def inclusive_scan(a, out=None, sums=None):
     """``cupy.cumsum(a, axis=-1, dtype=int32)`` of a C-contiguous int32 array of one row
-    (n,) or several (rows, n): scan_tile_sums and scan_tiles, or cupy.cumsum (``SCAN``);
+    (n,) or several (rows, n): scan_lookback (or scan_lookback_wide: ``SCAN_WAY``), scan_tile_sums
+    and scan_tiles, or cupy.cumsum (``SCAN``);
     *out* (a's shape, int32) and *sums* (int32, ``_SCAN_TILES`` a row at least) where the
     caller keeps them (``sparse_pressure_workspace``), else new arrays."""
     import cupy as cp
@@ -60,6 +90,13 @@ def inclusive_scan(a, out=None, sums=None):
         return out
     tile = scan_tile(n)
     grid = (-(-n // tile), rows)
+    if SCAN == "lookback" and _wide((rows, n)):
+        status, ctrl = lookback_state(cp)
+        tiles, i32 = -(-n // _WIDE_TILE), np.int32  # scan_lookback_pair_wide's arguments, no second set
+        _S.launch_grid("scan_lookback_wide", (tiles * rows,), (THREADS,),
+                       (a, i32(n), i32(_WIDE_TILE), i32(tiles), i32(rows), out, a, i32(n), i32(_WIDE_TILE), i32(0), out,
+                        status, ctrl))
+        return out
     if SCAN == "lookback" and grid[0] * rows <= _LOOKBACK_WORDS:
         tile = scan_tile(n, int(scan_tile_floor()))
         grid = (-(-n // tile), rows)
@@ -106,7 +143,11 @@ def inclusive_scans(a, out_a, b, out_b, sums=None):
     fits = (sparse_pressure_setup.SCAN == "lookback" and a.ndim in (1, 2) and b.ndim == 1
             and all(x.dtype == cp.int32 and x.flags.c_contiguous for x in (a, b, out_a, out_b))
             and n_a > 0 and n_b > 0 and rows_a > 0)
-    if fits:
+    wide = fits and _wide((rows_a, n_a), (1, n_b))
+    if wide:
+        tile_a = tile_b = _WIDE_TILE
+        tiles_a, tiles_b = -(-n_a // tile_a), -(-n_b // tile_b)
+    elif fits:
         floor = int(scan_tile_floor())
         tile_a, tile_b = scan_tile(n_a, floor), scan_tile(n_b, floor)
         tiles_a, tiles_b = -(-n_a // tile_a), -(-n_b // tile_b)
@@ -116,9 +157,15 @@ def inclusive_scans(a, out_a, b, out_b, sums=None):
         inclusive_scan(b, out_b, sums)
         return out_a, out_b
     status, ctrl = lookback_state(cp)
-    _S.launch_grid("scan_lookback_pair", (tiles_a * rows_a + tiles_b,), (THREADS,),
-                   (a, np.int32(n_a), np.int32(tile_a), np.int32(tiles_a), np.int32(rows_a), out_a, b, np.int32(n_b),
-                    np.int32(tile_b), np.int32(tiles_b), out_b, status, ctrl))
+    grid, i32 = (tiles_a * rows_a + tiles_b,), np.int32
+    if wide:  # the same arguments
+        _S.launch_grid("scan_lookback_pair_wide", grid, (THREADS,),
+                       (a, i32(n_a), i32(tile_a), i32(tiles_a), i32(rows_a), out_a, b, i32(n_b), i32(tile_b),
+                        i32(tiles_b), out_b, status, ctrl))
+    else:
+        _S.launch_grid("scan_lookback_pair", grid, (THREADS,),
+                       (a, i32(n_a), i32(tile_a), i32(tiles_a), i32(rows_a), out_a, b, i32(n_b), i32(tile_b),
+                        i32(tiles_b), out_b, status, ctrl))
     return out_a, out_b
 
 

@@ -28,7 +28,7 @@ from . import sparse_pressure_setup as setup
 from . import sparse_pressure_setup_graph as setup_graph
 from . import sparse_pressure_workspace_kept as held_levels
 from .sparse_multigrid import _CellSet
-from .sparse_pressure_scan import inclusive_scans, scan_join
+from .sparse_pressure_scan import inclusive_scans, scan_join, scan_way
 from .sparse_pressure_setup import _ints
 from .sparse_pressure_vcycle_tail import NON_PORTABLE_CLUSTER_ATTRIBUTE
 
@@ -116,8 +116,8 @@ def _launch_levels(grid, kind, ws, level0, base, bounds, most, keep=False):
                 fine = _coarser_to(fine, ws, ws.held.first)
                 held_levels.launch(ws, fine)
             elif graph:
-                key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, _scatter(), joined, pair,
-                       _tail_way())
+                key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, scan_way(), _scatter(),
+                       joined, pair, _tail_way())
                 ws.graphs.run(key, partial(_coarser, fine, ws, first), partial(_tail_record, first, fine, ws))
             else:
                 _coarser(fine, ws, first, *_tail_record(first, fine, ws, ws.rec))

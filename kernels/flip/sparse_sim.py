@@ -51,6 +51,7 @@ from ..progress import report, scaled
 from ..settings import env_scope
 from . import bodies, density, density_positions, sparse_bodies, sparse_output, sparse_pressure, sparse_transfer
 from . import air_band, particle_sort, sparse_air_band, transfer
+from . import sparse_topology_ahead as topology_ahead
 from . import sparse_topology_gpu as topology_gpu
 from .grid import FLUID, FlipSettings
 from .particles import seed_particles
@@ -233,7 +234,8 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
     def _substep_speed(self) -> float:
         """``FlipSimulation._substep_speed``, kept for the substep that follows (its margin
         needs the same speed: one host read a substep instead of two)."""
-        speed = super()._substep_speed()
+        speed = topology_ahead.speed_read(self)  # VOXFX_SPARSE_OCCUPIED_AHEAD: the topology's first kernel queued
+        speed = super()._substep_speed() if speed is None else speed  # behind the speed's copy (its module notes)
         self._speed = (self.vel, speed)
         return speed
 
@@ -317,6 +319,7 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         if self.boundary == "open":
             self._kill_far()
         self.t += dt
+        topology_ahead.drop(g)  # an ahead lives until the substep after its speed read (none here: dropped)
         return {**stats, "bricks": g.brick_count(), "deep_cells": len(band.deep) if band else 0}
 
     # ------------------------------------------------------------------ outputs

@@ -166,6 +166,7 @@ import numpy as np
 from ..grid.sparse_mac import brick_tables, carve, carve_buffer
 from ..settings import env_choice
 from . import sparse_reach
+from . import sparse_topology_ahead as topology_ahead
 from . import sparse_topology_args as topology_args
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
 from .sparse_topology_update import (  # noqa: F401  (the update's names, re-exported: tests and benches use them here)
@@ -289,7 +290,7 @@ def _flag_words(flags):
 
 
 def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None,
-           classes=False, merged=False, on=None):
+           classes=False, merged=False, on=None, marked=False):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
     *coords*, *nbr*: per slot; *index*: their ``brick_index``): the reach masks per slot
     (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed, the
@@ -305,14 +306,14 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     With *merged* too (``pipeline_mode()``): the margins, words and walks one launch
     (``sparse_reach.launch_slots``), and with *work* no ``count_unkept`` (``launch_fused_update``
     counts the freed slots). *on*: ``sparse_topology_args.kept()`` where the caller has read it (the
-    launches' scalars made once: that module's notes)."""
+    launches' scalars made once: that module's notes). *marked*: ``mark_occupied`` queued into *work* already
+    (``sparse_topology_ahead``)."""
     cp = grid.xp
-    n, cap = int(pos.shape[0]), int(used.shape[0])
+    cap = int(used.shape[0])
     radius = reach_radius(margin)
     offsets, words = (2 * radius + 1) ** 3, -(-(2 * radius + 1) ** 3 // 32)
     on = topology_args.kept() if on is None else on
     made = (on, topology_args.grid_args(grid, on))
-    (ox, oy, oz, _, inv_h), dims, closed, _ = made[1]
     index = topology_args.index_args(grid, index, on)
     nk = topology_args.i64(keys.shape[0], on)
     w = work or {}
@@ -321,9 +322,9 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     f = _flag_words(flags)
     speed2 = w["speed2"] if work else cp.zeros(cap if reach is not None else 1, cp.uint32)
     vel = reach.vel if reach is not None else w["vel"] if work else cp.zeros(1, cp.float32)
-    TOPOLOGY.launch("mark_occupied", n, (pos, topology_args.i64(n, on), ox, oy, oz, inv_h, closed, *dims, keys,
-                                        slots, nk, *index, occupied, f[0], vel, speed2,
-                                        topology_args.i32(0 if reach is None else SPEED_CODES[speed_max_mode()], on)))
+    if not marked:  # else queued ahead of the step's speed read into *work* (sparse_topology_ahead)
+        topology_ahead.mark_occupied(pos, keys, slots, nk, index, occupied, f[0], vel, speed2,
+                                     SPEED_CODES[speed_max_mode()] if reach is not None else 0, on, made[1])
     if classes and merged:  # steps 1b, 2 and 4 in one launch; the fused update's counts make freed
         words, kept = sparse_reach.launch_slots(grid, occupied, used, coords, nbr, margin, reach, speed2, index,
                                                 claimed, flags, work, f, made)
@@ -445,12 +446,14 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
             return None
         entries = int(index[4]) * int(index[5]) * int(index[6])
         ways = (scratch_mode(), room_mode()) if table and mode == "fused" else None  # read once a pipeline
-        work = _reach_work(grid, margin, reach, entries, classes, ways) if ways else None
-        claimed = (work["claimed"] if work else grid.xp.zeros(entries, grid.xp.uint32)) if table else None
         merged = classes and pipeline_mode() == "merged"
         on = topology_args.kept()  # the launches' scalars made once (read once a pipeline)
+        ahead = topology_ahead.take(grid, pos, reach, index, entries, ways, on, merged)  # marked ahead: its work
+        work = ahead or (_reach_work(grid, margin, reach, entries, classes, ways) if ways else None)
+        claimed = (work["claimed"] if work else grid.xp.zeros(entries, grid.xp.uint32)) if table else None
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,
-                                   grid.brick_nbr, True, index, claimed, reach, work, classes, merged, on)
+                                   grid.brick_nbr, True, index, claimed, reach, work, classes, merged, on,
+                                   ahead is not None)
         fused = launch_fused_update(grid, index, work, merged, ways, on) if work else None  # queued before the read
         read = flags.get(out=_flags_host(grid)) if merged else flags.get()  # the one host sync
         missed, beyond, added, freed, most = (int(f) for f in read)

@@ -72,6 +72,7 @@ def test_gpu_lookback_scan_at_each_tile_width_is_the_cumulative_sum(monkeypatch,
     seed = int(np.random.default_rng().integers(1 << 30))
     rng = np.random.default_rng(seed)
     monkeypatch.setenv("VOXFX_SPARSE_SCAN_TILE", width)
+    monkeypatch.setenv("VOXFX_SPARSE_SCAN_WAY", "0")  # the floor is scan_lookback's ("1": 4,096-item tiles)
     ctrl = sparse_pressure_setup.lookback_state(cupy)[1]
     for launch in range(3):
         a = rng.integers(0, 2 + launch, (rows, n)).astype(np.int32)
@@ -93,6 +94,7 @@ def test_gpu_lookback_scan_widths_give_the_dam_breaks_pressure_bit_for_bit(monke
     v, t = box((0.0, 0.0, 0.0), (0.35, 0.55, 0.7))
 
     monkeypatch.setattr(sparse_pressure_setup, "SCAN", "lookback")
+    monkeypatch.setenv("VOXFX_SPARSE_SCAN_WAY", "0")  # the floor is scan_lookback's
     runs = {}
     for width in sparse_pressure_setup.SCAN_TILE_WIDTHS:
         monkeypatch.setenv("VOXFX_SPARSE_SCAN_TILE", width)

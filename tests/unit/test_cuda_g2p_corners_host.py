@@ -3,7 +3,8 @@
 with the kernel file's own default (pairs: a "warp" of one lane takes the pairs wherever its
 sample crosses no brick along y and z, the corners picked one by one elsewhere); here the same
 checks with select (``BLOCK_PAIRS=0``, the kernel before the pairs), and which corners each
-variant launches with (auto: the table without APIC, tests/unit/test_cuda_g2p_table_host.py)."""
+variant launches with (auto: tablew without APIC, tests/unit/test_cuda_g2p_wtable_host.py; table with APIC at
+the end of the substep, tests/unit/test_cuda_g2p_table_host.py; pairs time-centred with APIC)."""
 
 import pytest
 
@@ -22,22 +23,29 @@ def harness(tmp_path_factory):
 test_select_corners_match_the_numpy_reference = flip_host.test_sparse_flip_kernels_match_the_numpy_reference
 
 
-def test_auto_corners_are_the_table_but_pairs_for_time_centred_apic(monkeypatch):
+# auto's corners a variant (centred, apic): tablew without APIC (helper s22c), table with APIC at the end of the
+# substep, pairs for time-centred APIC
+AUTO = {(False, False): "tablew", (False, True): "table", (True, False): "tablew", (True, True): "pairs"}
+
+
+def test_auto_corners_are_tablew_without_apic_table_with_it_pairs_time_centred(monkeypatch):
     monkeypatch.delenv("VOXFX_SPARSE_G2P_CORNERS", raising=False)
-    want = {(False, False): "table", (False, True): "table", (True, False): "table", (True, True): "pairs"}
+    want = AUTO
     for (centred, apic), way in want.items():
         assert sparse_g2p_gpu.block_corners(centred, apic) == way
         module, entry = sparse_g2p_gpu.g2p_block_entry(centred, apic)
         assert ("-DBLOCK_PAIRS=1" in module.options) == (way == "pairs")
         assert ("-DBLOCK_TABLE=1" in module.options) == (way == "table")
+        assert ("-DBLOCK_TABLE=2" in module.options) == (way == "tablew")
         assert entry == sparse_g2p_gpu.G2P_BLOCK_ENTRIES[(centred, apic)]
-    for way in ("pairs", "select", "table"):  # a way named wins for every variant
+    for way in ("pairs", "select", "table", "tablew"):  # a way named wins for every variant
         monkeypatch.setenv("VOXFX_SPARSE_G2P_CORNERS", way)
         for centred, apic in want:
             assert sparse_g2p_gpu.block_corners(centred, apic) == way
             options = sparse_g2p_gpu.g2p_block_entry(centred, apic)[0].options
             assert ("-DBLOCK_PAIRS=1" in options) == (way == "pairs")
             assert ("-DBLOCK_TABLE=1" in options) == (way == "table")
+            assert ("-DBLOCK_TABLE=2" in options) == (way == "tablew")
 
 
 def test_block_shapes_build_the_kernel_for_their_blocks_and_threads(monkeypatch):
@@ -54,6 +62,8 @@ def test_block_shapes_build_the_kernel_for_their_blocks_and_threads(monkeypatch)
                 module, entry = sparse_g2p_gpu.g2p_block_entry(centred, apic)
                 assert f"-DBLOCK_MIN_BLOCKS={blocks}" in module.options
                 assert f"-DBLOCK_THREADS={threads}" in module.options and module.threads == threads
-                assert ("-DBLOCK_TABLE=1" in module.options) == (not (apic and centred))
-                assert ("-DBLOCK_PAIRS=1" in module.options) == (apic and centred)
+                way = AUTO[(centred, apic)]
+                assert ("-DBLOCK_TABLE=1" in module.options) == (way == "table")
+                assert ("-DBLOCK_TABLE=2" in module.options) == (way == "tablew")
+                assert ("-DBLOCK_PAIRS=1" in module.options) == (way == "pairs")
                 assert entry == sparse_g2p_gpu.G2P_BLOCK_ENTRIES[(centred, apic)]

@@ -320,7 +320,8 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
     assert {"mgb_coarsen", "mgb_parents", "mgb_sorted", "mgb_segment_counts", "mgb_ranked", "mgb_prolong",
             "mgb_restrict", "mgb_unknown_span", "unk_classify", "unk_classify_block", "mgs_level_cells",
             "mgs_tail_levels"} <= seen[setup.__file__]
-    scans = {"scan_tile_sums", "scan_tiles", "scan_lookback", "scan_lookback_pair"}
+    scans = {"scan_tile_sums", "scan_tiles", "scan_lookback", "scan_lookback_pair", "scan_lookback_wide",
+             "scan_lookback_pair_wide"}
     assert scans <= seen[sparse_pressure_scan.__file__]
     assert {"mgb_ranked", "mgs_parents", "mgs_coarsen", "mgs_prolong_table", "mgs_restrict_table", "unk_order",
             "unk_tables_strided", "mgs_tail_levels", "mgs_level_tables_down", "mgs_prolong_restrict",
