@@ -262,6 +262,10 @@ def run_pace(n, particles, steps, warm, rounds, ways, timed_sparse_substep, stag
                 f"{k} {h:.3f}/{d:.3f}/{n_:.0f}/{i:.3f}" for k, h, d, n_, i in rows if i > 0.001))
             print("      longest pieces on the device (host Δ / device Δ / launches): " + "; ".join(
                 f"{k} {h:.3f}/{d:.3f}/{n_:.0f}" for k, h, d, n_, _ in summary(o[name + " marked"], 14, 2)[1]))
+    from voxfx.kernels.flip.sparse_topology_tables_ahead import counts
+
+    if counts["queued"]:  # VOXFX_SPARSE_TABLES_AHEAD=1's tables: queued ahead of the flags read, taken after it
+        print(f"tables ahead of the flags read: queued {counts['queued']}, taken {counts['taken']}")
     for k in kinds if len(ways) > 1 else ():
         for w, (diffs, med) in paired(spans, k, len(ways)).items():
             print(f"paired by round, {k}: way {w} − way 0 (ms a substep) median {med:+.3f}; "
