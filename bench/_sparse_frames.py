@@ -288,7 +288,11 @@ def frames_ab(n, particles, frames, kind, time_cap, ways, timing=None):
             break
     for w, name in enumerate(names):
         late = times[w][6:12]
+        rest = times[w][6:]
+        diff = [a - b for a, b in zip(rest, times[0][6:])]
         print(f"way {w} {name}: step median {np.median(times[w]):.1f} ms; frames 6-11: sum {sum(late):.1f} ms, "
-              f"median {np.median(late) if late else float('nan'):.1f}")
+              f"median {np.median(late) if late else float('nan'):.1f}; frames 6-{len(times[w]) - 1}: sum "
+              f"{sum(rest):.1f} ms" + (f", less way 0's frame by frame: median {np.median(diff):+.2f} ms, mean "
+                                       f"{np.mean(diff):+.2f}" if w and diff else ""))
     same = all(cp.asnumpy(s.pos).tobytes() == cp.asnumpy(sims[0].pos).tobytes() for s in sims[1:])
     print(f"particles after the last frame the same bits in every way: {same}")

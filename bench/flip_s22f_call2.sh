@@ -1,7 +1,7 @@
 # s22f's second device call (issue 24; VOXFX_SPARSE_TABLES_AHEAD, kernels/flip/sparse_topology_tables_ahead.py):
 # the topology GPU file at "1" (call 1's one failure: a fills-mechanism test, now pinned to "0") and the new file
 # again (random states), then more samples: --pace's step blocks "0" against "1" in both orders, twice (16 rounds, each
-# round's pair printed), the Fast frames in one process (--frames --ab, 24 frames), "1" with
+# round's pair printed), the Fast frames in one process (--frames --ab, 36 frames), "1" with
 # VOXFX_SPARSE_OCCUPIED_AHEAD=1 as a third way, the synced row's A/B.
 # Run from this tree's root (the copy under .cache/s22f); ≤ 200 s.
 OUT_DEFAULT=$OUT; . bench/_device_call.sh
@@ -18,13 +18,13 @@ A0=VOXFX_SPARSE_TABLES_AHEAD=0; A1=VOXFX_SPARSE_TABLES_AHEAD=1
 pace() {  # the step blocks, the ways in the order given
   timeout 40 python3 bench/flip_sparse.py --row 8m --pace 4 --rounds 16 --warm 2 --pace-kinds step "step marked" \
     "$@" > $L/ab_$SECONDS.log 2>&1
-  echo "step A/B ($*) rc=$? elapsed $SECONDS"; grep -vE "^(device|VoxFX)" $L/ab_*.log | tail -n +1 > /dev/null
+  echo "step A/B ($*) rc=$? elapsed $SECONDS"
   grep -vE "^(device|VoxFX|round)" $(ls -t $L/ab_*.log | head -1) | cut -c1-900
 }
 [ $SECONDS -lt 120 ] && pace --ab $A0 --ab $A1
 [ $SECONDS -lt 130 ] && pace --ab $A1 --ab $A0
-[ $SECONDS -lt 140 ] && { timeout 40 python3 bench/flip_sparse.py --row 8m --frames 24 --timing fast --time-cap 25 \
-  --ab $A0 --ab $A1 > $L/frames.log 2>&1; echo "frames A/B rc=$? elapsed $SECONDS"; tail -28 $L/frames.log | cut -c1-300; }
+[ $SECONDS -lt 140 ] && { timeout 40 python3 bench/flip_sparse.py --row 8m --frames 36 --timing fast --time-cap 25 \
+  --ab $A0 --ab $A1 > $L/frames.log 2>&1; echo "frames A/B rc=$? elapsed $SECONDS"; tail -6 $L/frames.log | cut -c1-300; }
 [ $SECONDS -lt 160 ] && pace --ab $A0 --ab $A1
 [ $SECONDS -lt 165 ] && pace --ab $A1 --ab $A0
 [ $SECONDS -lt 170 ] && pace --ab $A0 --ab $A1 --ab $A1 VOXFX_SPARSE_OCCUPIED_AHEAD=1
