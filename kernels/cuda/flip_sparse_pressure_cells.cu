@@ -11,21 +11,11 @@
 // flat index or −1 (a missing neighbour: its values read 0, its cell is AIR). Constants from
 // Python as -D options: CELL_AIR, CELL_FLUID.
 
-#include "voxfx_sparse.cuh"  // sparse_cell_step (project_faces_fluid)
+#include "voxfx_sparse.cuh"          // sparse_cell_step (project_faces_fluid)
+#include "voxfx_pressure_cells.cuh"  // boundary_face, find_root_halving, unite
 
 #define RANGE(c, lo, hi) \
     for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
-
-// A face value as the projection sees it (sparse_pressure.boundary_faces): the solid's
-// velocity where the face touches a SOLID cell on either side (lo: the cell below along
-// the face's axis, −1 none) or does not exist, the grid's velocity elsewhere.
-__device__ __forceinline__ float boundary_face(const float* __restrict__ f, const float* __restrict__ solid_f,
-                                               const unsigned char* __restrict__ exists,
-                                               const unsigned char* __restrict__ solid, int c, int lo)
-{
-    const bool touch = solid[c] != 0 || (lo >= 0 && solid[lo] != 0) || exists[c] == 0;
-    return touch ? solid_f[c] : f[c];
-}
 
 // The boundary face of the cell above c along axis a (nbr row 2a + 1), 0 where it is missing
 // (grid.neighbour's fill).
@@ -95,41 +85,6 @@ extern "C" __global__ void cells_rhs(const unsigned char* __restrict__ cell, con
             rhs = rhs + src_scale * (excess * alpha_dt);
         }
         b[c] = rhs;
-    }
-}
-
-// Root of v's tree (parents only ever point to smaller indices), halving the path on the way
-// up: each visited cell is pointed at its grandparent, an ancestor, so every tree keeps its
-// root and members. Reads through volatile: other threads hook roots meanwhile.
-__device__ __forceinline__ int find_root_halving(int* parent, int v)
-{
-    volatile int* p = parent;
-    int up = p[v];
-    while (up != v) {
-        const int next = p[up];
-        if (next != up) p[v] = next;
-        v = up;
-        up = next;
-    }
-    return v;
-}
-
-// Join the trees of c and o by hooking the larger root under the smaller (atomicCAS, retried
-// where another thread hooked it first), so a root stays its tree's lowest index. parent:
-// global or shared memory.
-__device__ __forceinline__ void unite(int* parent, int c, int o)
-{
-    int a = find_root_halving(parent, c), z = find_root_halving(parent, o);
-    while (a != z) {
-        if (a < z) {
-            const int t = a;
-            a = z;
-            z = t;
-        }
-        const int old = atomicCAS(&parent[a], a, z);
-        if (old == a) break;
-        a = find_root_halving(parent, old);
-        z = find_root_halving(parent, z);
     }
 }
 

@@ -12,7 +12,8 @@ it the compaction and union-find of the labels), by the kernels of
                 cells (no compaction), roots the lowest flat index of their component
                 (``HOOK`` "bricks": cells_hook_bricks, the links inside each brick in
                 shared memory — or cells_hook_bricks_local, ``BRICK_LINKS`` — then
-                cells_hook_faces, those across brick faces);
+                cells_hook_faces, those across brick faces; ``CELLS_BRICK`` "fused", the
+                default: cells_rhs_brick, these and cells_rhs in one launch);
   cells_label   each FLUID cell's root, and reach[root] for cells that touch AIR;
   cells_sealed  the count of FLUID cells whose component reaches no AIR, and the solver's
                 cell types (each sealed region's pin AIR).
@@ -48,6 +49,8 @@ from .grid import AIR, FLUID, SOLID
 
 _K = Kernels("flip_sparse_pressure_cells.cu", ("--fmad=false",), THREADS,
              defines={"CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID})
+_KB = Kernels("flip_sparse_pressure_cells_brick.cu", ("--fmad=false",), THREADS,
+              defines={"CELL_AIR": AIR, "CELL_FLUID": FLUID, "CELL_SOLID": SOLID})
 KERNELS = ("cells_rhs", "cells_hook", "cells_hook_bricks", "cells_hook_bricks_local", "cells_hook_faces",
            "cells_label", "cells_sealed", "project_faces", "project_faces_fluid", "warm_guess", "unknowns_scatter",
            "warm_carry", "unknowns_scatter_carry", "warm_relax_mark", "warm_relax_grow", "warm_relax_sweep")
@@ -75,6 +78,55 @@ BRICK_LINKS = ("local", "nbr")
 def brick_links(given=None) -> str:
     """cells_hook_bricks' way to a brick's inner links (``BRICK_LINKS``)."""
     return env_choice("VOXFX_SPARSE_LABEL_BRICK_LINKS", BRICK_LINKS, given)
+# The stage's first launches (``VOXFX_SPARSE_CELLS_BRICK``, read at each set-up; issue 24, helper
+# s22e): "fused" (the default: cells_rhs_brick, a block a pool slot, the neighbours from the brick
+# table, the brick's links in shared memory and the links across each face joined by the second of
+# its two bricks to finish; ``cuda/flip_sparse_pressure_cells_brick.cu``), "apart" (cells_rhs,
+# cells_hook_bricks_local, cells_hook_faces: three launches over the neighbour table's rows) or
+# "inner" (cells_rhs_brick joining the brick's inner links alone, then cells_hook_faces). Then
+# cells_label and cells_sealed either way: the same b, labels, reach, count and kinds (GPU tests).
+# H100 80GB HBM3, 8M dam break (bench/flip_sparse_setup_kernels.py, ways in turn each substep): the
+# cells stage 0.178 ms in 5 launches → 0.113–0.120 in 3 (cells_rhs_brick 0.080–0.086 against
+# cells_rhs + the two hooks 0.146; "inner" 0.127 in 4); the 8M row, both orders, pressure 3.40 →
+# 3.22–3.24 ms. Measured and dropped: the brick's values staged in shared memory first (0.093–0.104).
+CELLS_BRICK = ("fused", "apart", "inner")
+_FUSED_THREADS = 128  # cells_rhs_brick's block: 4 of a brick's 512 cells a thread (256, 512: no faster)
+_EPOCH = [0]  # the last stage's epoch (cells_rhs_brick's face tickets)
+
+
+def cells_brick(given=None) -> str:
+    """The stage's first launches (``CELLS_BRICK``)."""
+    return env_choice("VOXFX_SPARSE_CELLS_BRICK", CELLS_BRICK, given)
+
+
+def _brick_table(grid, n):
+    """The grid's brick table where cells_rhs_brick can read it (int32, 27 slots a slot, every
+    slot of the *n* cells), else None."""
+    import cupy as cp
+
+    t = getattr(grid, "brick_nbr", None)
+    ok = (t is not None and t.dtype == cp.int32 and t.ndim == 2 and t.shape[1] == 27 and t.shape[0] * 512 >= n
+          and t.flags.c_contiguous)
+    return t if ok else None
+
+
+def _face_tickets(grid, slots):
+    """(cells_rhs_brick's face tickets, 3 a slot, kept on the grid; this stage's epoch): the
+    tickets hold earlier stages' epochs, never the new one, so they are made (zeros) only when
+    the pool grows."""
+    import cupy as cp
+
+    _EPOCH[0] = _EPOCH[0] % (2 ** 31 - 2) + 1
+    kept = getattr(grid, "_face_tickets", None)
+    if kept is None or kept.shape[0] < 3 * slots:
+        kept = cp.zeros(3 * slots, cp.int32)
+        try:
+            grid._face_tickets = kept
+        except AttributeError:  # a grid that takes no attributes: fresh tickets each stage
+            pass
+    return kept, np.int32(_EPOCH[0])
+
+
 # Around the solve on CuPy (``VOXFX_SPARSE_PRESSURE_AROUND``, read at each solve): "kernels"
 # (default) — the warm start's x₀ (warm_guess), the flat pressure from the solver's unknowns
 # (unknowns_scatter) and the carried pressure (warm_carry) one launch each, and no FLUID mask
@@ -214,11 +266,33 @@ def stage(grid, dt, crowding=None):
     u8 = [grid[name].astype(cp.uint8, copy=False) for name in ("cell", "solid", *grid.EXISTS)]
     cell, solid, exists = u8[0], u8[1], u8[2:]
     faces = [grid[name] for name in grid.FACES] + [grid["solid_" + name] for name in grid.FACES]
-    nbr = cp.ascontiguousarray(grid.nbr)
     b, touch, parent = cp.empty(n, cp.float32), cp.empty(n, cp.uint8), cp.empty(n, cp.int32)
     # cells_label's reach and cells_sealed's count: zeroed by cells_rhs (two memsets fewer, h21f)
     label, reach, count = cp.empty(n, cp.int32), cp.empty(n + 1, cp.uint8), cp.empty(1, cp.int32)
     scale = np.float32(-grid.h / float(dt))  # as pressure_rhs: −(h/Δt) rounded to float32 once
+    way = cells_brick()
+    nbr27 = _brick_table(grid, n) if HOOK == "bricks" and n % 512 == 0 and way != "apart" else None
+    if nbr27 is not None:  # CELLS_BRICK "fused" ("inner": and cells_hook_faces) for _apart's three launches
+        tickets, epoch = _face_tickets(grid, n // 512)
+        _KB.launch_grid("cells_rhs_brick", (n // 512,), (_FUSED_THREADS,),
+                        (cell, solid, *faces, *exists, nbr27, np.int32(n), scale, b, touch, parent, *crowd, reach,
+                         count, tickets, epoch, np.int32(way != "inner")))
+        if way == "inner":
+            _K.launch("cells_hook_faces", (n // 512) * 192, (cell, cp.ascontiguousarray(grid.nbr), np.int32(n), parent))
+    else:
+        _apart(grid, n, cell, solid, faces, exists, scale, b, touch, parent, crowd, reach, count)
+    _K.launch("cells_label", n, (cell, touch, np.int32(n), parent, label, reach))
+    kind = cp.empty(n, cp.uint8)
+    _K.launch("cells_sealed", n, (cell, label, np.int32(n), reach, count, kind))
+    return b, kind.astype(grid["cell"].dtype, copy=False), label, reach, count
+
+
+def _apart(grid, n, cell, solid, faces, exists, scale, b, touch, parent, crowd, reach, count):
+    """The stage's first launches over the neighbour table (``CELLS_BRICK`` "apart"): cells_rhs,
+    then the union-find (``HOOK``, ``BRICK_LINKS``)."""
+    import cupy as cp
+
+    nbr = cp.ascontiguousarray(grid.nbr)
     _K.launch("cells_rhs", n, (cell, solid, *faces, *exists, nbr, np.int32(n), scale, np.int32(LINK_INIT), b, touch,
                                parent, *crowd, reach, count))
     if HOOK == "bricks" and n % 512 == 0:
@@ -229,10 +303,6 @@ def stage(grid, dt, crowding=None):
         _K.launch("cells_hook", n, (cell, nbr, np.int32(n), parent))
     else:
         raise ValueError(f"VOXFX_SPARSE_LABEL_HOOK must be bricks or cells, not {HOOK!r}")
-    _K.launch("cells_label", n, (cell, touch, np.int32(n), parent, label, reach))
-    kind = cp.empty(n, cp.uint8)
-    _K.launch("cells_sealed", n, (cell, label, np.int32(n), reach, count, kind))
-    return b, kind.astype(grid["cell"].dtype, copy=False), label, reach, count
 
 
 # The projection's neighbours and the fluid faces (``VOXFX_SPARSE_PROJECT_FLUID``, read at each

@@ -91,3 +91,13 @@ def test_marks_before_the_first_substep_are_left_out():
     marks, end = _block(n=1)
     subs = pace.analyse([("before", -0.5, -0.5, 0)] + marks, end)
     assert len(subs) == 1 and "before .. substep >" not in subs[0]["pieces"]
+
+
+def test_paired_takes_each_rounds_difference_to_way_0():
+    """Per round, way w's block less way 0's of the same kind; rounds missing a block left out; the median."""
+    rounds = [{(0, "step"): 6.0, (1, "step"): 5.8, (0, "synced"): 7.0}, {(0, "step"): 7.0, (1, "step"): 7.3},
+              {(1, "step"): 9.0}, {(0, "step"): 8.0, (1, "step"): 7.6}]
+    out = pace.paired(rounds, "step", 2)
+    assert out[1][0] == pytest.approx([-0.2, 0.3, -0.4])
+    assert out[1][1] == pytest.approx(-0.2)
+    assert pace.paired(rounds, "synced", 2)[1][0] == []
