@@ -50,7 +50,7 @@ def fuse(given=None) -> str:
 
 
 # VOXFX_SPARSE_SETUP_TAIL_GROUP (read at each set-up): the threads of the one-launch tail
-# (``_tail``, mgs_tail_levels*): "block" (one block of 1024 threads, the default); one cluster of
+# (``_tail``, mgs_tail_levels*): "block" (one block of 1024 threads, the default before session 22); one cluster of
 # 8 ("cluster") or 16 ("cluster16", a non-portable cluster) such blocks, every pass spread over the
 # cluster with its barriers the cluster's (mgs_tail_levels_cluster*; compute capability 9.0 on,
 # else "fast"); "fast": one block without the barriers a pass's own items need not, its scans by
@@ -64,6 +64,7 @@ def fuse(given=None) -> str:
 # in two launches (0.037 + 0.024 with _FAST_THREADS 256; the fast block alone on 256: 0.111),
 # hybrid16 0.041 + 0.029; the coarse levels' kernels 0.372 → 0.357 (fast), 0.354 ms (hybrid). The
 # 8M row A/B (block / hybrid, both orders) did not resolve it: pressure 3.895 / 4.021, 3.910 / 3.844.
+# "fast" the default since session 22 (one launch, no cluster, any GPU; −0.021 ms of device a substep).
 TAIL_GROUPS = ("block", "cluster", "cluster16", "fast", "hybrid", "hybrid16")
 _TAIL_CLUSTERS = {"cluster": 8, "cluster16": 16, "hybrid": 8, "hybrid16": 16}
 _CLUSTER_FROM = 1024  # "hybrid": a level on the cluster where its finer level's bound exceeds this (a block's threads)
@@ -75,7 +76,7 @@ _NON_PORTABLE = set()  # ids of the 16-block kernels allowed their non-portable 
 
 def tail_group(given=None) -> str:
     """The tail's group of threads (``TAIL_GROUPS``)."""
-    return env_choice("VOXFX_SPARSE_SETUP_TAIL_GROUP", TAIL_GROUPS, given)
+    return env_choice("VOXFX_SPARSE_SETUP_TAIL_GROUP", TAIL_GROUPS, given, default="fast")
 
 
 def _tail_way() -> tuple:

@@ -1,7 +1,7 @@
 """The set-up's one-launch tail on one cluster of blocks, the fast block or both
 (``VOXFX_SPARSE_SETUP_TAIL_GROUP`` "cluster", "cluster16", "fast", "hybrid", "hybrid16":
 mgs_tail_levels_cluster* and mgs_tail_levels_fast*, sparse_pressure_workspace_levels._tail)
-against the one block ("block", the default; both on threads on the host in
+against the one block ("block", the default before session 22; both on threads on the host in
 tests/unit/test_cuda_sparse_setup_cluster_host.py): on fresh random scenes the workspace's sizes
 and spans and every table the same, with the default tail and one from level 2 (several of the
 cluster's scan chunks), ahead of the read or after it, either restriction; and a dam break's
