@@ -244,3 +244,55 @@ def run_frames(n, particles, frames, kind, time_cap, level_set=False, trace=None
             break
     for line in profiler.lines() + marks.lines():
         print(line, flush=True)
+
+
+def frames_ab(n, particles, frames, kind, time_cap, ways, timing=None):
+    """``--frames N --ab ...``: one simulation a way (environment *ways*, ``_sparse_pace.use_way``) in one process,
+    the same scene and settings (*timing*), stepped frame by frame in turn (``step(1/24)``, synced), the ways'
+    order turned each frame: each frame's step ms a way side by side (ways that keep the same bits follow the
+    same states: the particles are compared after the last frame), then the medians and sums over frames 6–11."""
+    import time
+
+    import cupy as cp
+    import numpy as np
+
+    from _sparse_pace import use_way
+
+    spec, v, t = scene(n, particles, kind)
+    settings = frame_settings(timing, None, 0, None)
+    sims = []
+    for w in range(len(ways)):
+        use_way(ways, w)
+        sims.append(FlipSimulation(spec, settings, v, t, xp=cp, sparse=True))
+    names = [" ".join(way) or "(defaults)" for way in ways]
+    print(f"{kind} {'×'.join(map(str, spec.shape))}: {len(sims[0].pos):,} particles, timing {timing or 'accurate'}; "
+          f"frames_ab: {len(ways)} simulations in one process, frame by frame, the order turned each frame")
+    print("frame | " + " | ".join(f"way {w} step ms (substeps, CG, bricks)" for w in range(len(ways))))
+    times = [[] for _ in ways]
+    begin = time.perf_counter()
+    for frame in range(frames):
+        cells = [""] * len(ways)
+        for k in range(len(ways)):
+            w = (frame + k) % len(ways)
+            use_way(ways, w)
+            cp.cuda.Device().synchronize()
+            a = time.perf_counter()
+            stats = sims[w].step(1 / 24)
+            cp.cuda.Device().synchronize()
+            ms = (time.perf_counter() - a) * 1e3
+            times[w].append(ms)
+            cells[w] = f"{ms:.1f} ({stats['substeps']}, {stats.get('iterations', '')}, {sims[w].grid.brick_count()})"
+        print(f"{frame} | " + " | ".join(cells), flush=True)
+        if time.perf_counter() - begin > time_cap:
+            print(f"(time cap {time_cap:.0f} s reached after {frame + 1} frames)")
+            break
+    for w, name in enumerate(names):
+        late = times[w][6:12]
+        rest = times[w][6:]
+        diff = [a - b for a, b in zip(rest, times[0][6:])]
+        print(f"way {w} {name}: step median {np.median(times[w]):.1f} ms; frames 6-11: sum {sum(late):.1f} ms, "
+              f"median {np.median(late) if late else float('nan'):.1f}; frames 6-{len(times[w]) - 1}: sum "
+              f"{sum(rest):.1f} ms" + (f", less way 0's frame by frame: median {np.median(diff):+.2f} ms, mean "
+                                       f"{np.mean(diff):+.2f}" if w and diff else ""))
+    same = all(cp.asnumpy(s.pos).tobytes() == cp.asnumpy(sims[0].pos).tobytes() for s in sims[1:])
+    print(f"particles after the last frame the same bits in every way: {same}")

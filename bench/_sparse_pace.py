@@ -102,6 +102,17 @@ def summary(subs, top=8, by=4):
     return med, rows[:top]
 
 
+def paired(rounds, kind, ways):
+    """Per round, each way's block median (ms a substep) of *kind* less way 0's, and their median per way:
+    ``{w: (diffs, median)}`` for w ≥ 1. *rounds*: [{(way, kind): median}] a round (a round missing either
+    block is left out)."""
+    out = {}
+    for w in range(1, ways):
+        diffs = [r[(w, kind)] - r[(0, kind)] for r in rounds if (w, kind) in r and (0, kind) in r]
+        out[w] = (diffs, float(np.median(diffs)) if diffs else float("nan"))
+    return out
+
+
 def lag_line(subs, labels=("topology >", "after read >", "p2g >", "pressure >", "project >", "g2p >")):
     """The device's lag behind the host (ms, less the block's least) at *labels*' first marks, medians."""
     out = []
@@ -213,18 +224,22 @@ def run_pace(n, particles, steps, warm, rounds, ways, timed_sparse_substep, stag
             timed_sparse_substep(sim, dt, ev, sub)
     out = {w: {k: [] for k in KINDS} for w in range(len(ways))}
     pairs = [(w, k) for k in kinds for w in range(len(ways))]
+    spans = []  # per round {(way, kind): the block's median}
     for r in range(rounds):  # the states move on (the bricks grow): each round the blocks' order turns by one
         trend = []
+        spans.append({})
         for w, k in pairs[r % len(pairs):] + pairs[:r % len(pairs)]:
             use_way(ways, w)
             if k == "synced":
                 rows = [timed_sparse_substep(sim, dt, ev, sub) for _ in range(steps)]
                 out[w][k] += rows
-                trend.append(f"{w}:{k} {np.median([sum(x[0]) for x in rows]):.2f}")
+                spans[-1][(w, k)] = float(np.median([sum(x[0]) for x in rows]))
+                trend.append(f"{w}:{k} {spans[-1][(w, k)]:.2f}")
             else:
                 subs = pace.block(sim, dt, steps, k.startswith("step"), k.endswith("marked"))
                 out[w][k] += subs
-                trend.append(f"{w}:{k} {summary(subs)[0]['span']:.2f}")
+                spans[-1][(w, k)] = summary(subs)[0]["span"]
+                trend.append(f"{w}:{k} {spans[-1][(w, k)]:.2f}")
         print(f"round {r}: {sim.grid.brick_count():,} bricks; block medians (ms a substep, device): "
               + ", ".join(trend), flush=True)
     print(f"{n}³, {len(sim.pos):,} particles, {sim.grid.brick_count():,} bricks; {rounds} rounds of {steps}-substep "
@@ -248,4 +263,12 @@ def run_pace(n, particles, steps, warm, rounds, ways, timed_sparse_substep, stag
                 f"{k} {h:.3f}/{d:.3f}/{n_:.0f}/{i:.3f}" for k, h, d, n_, i in rows if i > 0.001))
             print("      longest pieces on the device (host Δ / device Δ / launches): " + "; ".join(
                 f"{k} {h:.3f}/{d:.3f}/{n_:.0f}" for k, h, d, n_, _ in summary(o[name + " marked"], 14, 2)[1]))
+    from voxfx.kernels.flip.sparse_topology_tables_ahead import counts
+
+    if counts["queued"]:  # VOXFX_SPARSE_TABLES_AHEAD=1's tables: queued ahead of the flags read, taken after it
+        print(f"tables ahead of the flags read: queued {counts['queued']}, taken {counts['taken']}")
+    for k in kinds if len(ways) > 1 else ():
+        for w, (diffs, med) in paired(spans, k, len(ways)).items():
+            print(f"paired by round, {k}: way {w} − way 0 (ms a substep) median {med:+.3f}; "
+                  + " ".join(f"{d:+.2f}" for d in diffs))
     return out

@@ -23,6 +23,11 @@ cache (H100, fourteenth session: the session's start against its end read pressu
 alternating, 4.72 → 3.84 ms (medians of three) in separate processes). Compare those in separate
 processes, alternating old / new.
 
+``--frames N --ab ...`` runs one simulation a way in one process (``_sparse_frames.frames_ab``: the user's
+``step(1/24)``, frame by frame in turn, the ways' order turned each frame, synced): each frame's step a way
+side by side, the medians and frames 6–11's sums (processes differ 2× in host speed, so user frames are
+compared here, not across processes).
+
 ``--pace N`` (with ``--row``, and ``--ab`` ways if given) runs the substep as the simulation does, no sync
 of its own between substeps, in blocks of N beside the synced row in one simulation: the device's pace, its
 idle where the host is behind and its busy time a substep (``_sparse_pace.py``; ``--rounds R`` rounds).
@@ -299,10 +304,16 @@ def run_ab(n, particles, steps, warm, ways, kind="dam"):
 
 
 def run_ways(args):
-    """``--ab`` (substeps alternating between the ways) or ``--pace`` (``_sparse_pace.run_pace``, the ways if given)."""
+    """``--ab`` (substeps alternating between the ways), with ``--frames`` the user's frames a simulation a way
+    (``_sparse_frames.frames_ab``), or ``--pace`` (``_sparse_pace.run_pace``, the ways if given)."""
     n, particles = ROWS[args.row or "8m"]
     ways = [[x for x in way if x] for way in args.ab or [[]]]
-    if args.pace:
+    if args.frames and not args.pace:  # the user's frames, one simulation a way in this process (_sparse_frames)
+        from _sparse_frames import frames_ab
+
+        frames_ab(n, particles, args.frames, {"river": "river", "8m-still": "still"}.get(args.row, "dam"),
+                  args.time_cap, ways, args.timing)
+    elif args.pace:
         from _sparse_pace import KINDS, run_pace
 
         run_pace(n, particles, args.pace, args.warm, args.rounds, ways, timed_sparse_substep, STAGES,

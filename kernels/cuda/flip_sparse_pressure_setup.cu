@@ -17,7 +17,7 @@
 // flip_sparse_pressure_unknowns.cu's.
 
 #include "voxfx_mg_keys.cuh"  // cell_key, key_cell, find_key
-#include "voxfx_block_scan.cuh"  // scan_range: the one-block tail
+#include "voxfx_setup_groups.cuh"  // SetupBlock, SetupCluster: the tail's groups of threads
 
 #define RANGE(c, lo, hi) \
     for (int c = (lo) + (int)(blockIdx.x * blockDim.x + threadIdx.x); c < (hi); c += (int)(gridDim.x * blockDim.x))
@@ -321,8 +321,9 @@ extern "C" __global__ void mgs_key_span(const long long* __restrict__ keys, cons
 // per level the launches above in their order (mgs_coarsen, scan, mgs_parents,
 // mgs_level_cells, scans, mgs_order, mgs_level_tables with mgs_prolong_table, then
 // mgs_restrict_table with mgs_key_span), a block barrier where the host launched the next
-// kernel, the scans by the block. Small levels spend a launch's host overhead each on a few
-// thousand cells; here they cost one launch together. rec: per level TAIL_REC int64s, the
+// kernel, the scans by the block (the group g: voxfx_setup_groups.cuh's one block, or one cluster
+// below). Small levels spend a launch's host overhead each on a few thousand cells; here they
+// cost one launch together. rec: per level TAIL_REC int64s, the
 // pointers keys, fluid, position, unknown keys, flag, take, scan, around, diag8, cls, flags,
 // scans, order, nbr, diag, up, down, then its bound, base x, y, z and table stride (level
 // first − 1: its keys, fluid, position, unknown keys, bound, base and stride alone).
@@ -330,9 +331,9 @@ extern "C" __global__ void mgs_key_span(const long long* __restrict__ keys, cons
 #define TAIL_PTR(l, k, T) ((T*)(size_t)rec[(size_t)(l) * TAIL_REC + (k)])
 #define TAIL_INT(l, k) ((int)rec[(size_t)(l) * TAIL_REC + 17 + (k)])
 
-template <bool SCATTER>  // the restriction by restrict_scatter (RESTRICT "scatter") or restrict_column
+template <bool SCATTER, class Group>  // the restriction by restrict_scatter (RESTRICT "scatter") or restrict_column
 __device__ __forceinline__ void mgs_tail_levels_body(const long long* __restrict__ rec, int first, int count,
-                                                     int* __restrict__ cnt, int* __restrict__ span)
+                                                     int* __restrict__ cnt, int* __restrict__ span, Group& g)
 {
     for (int l = first; l < count; ++l) {
         const int f = l - 1, fb = TAIL_INT(f, 0), nb = TAIL_INT(l, 0), fstride = TAIL_INT(f, 4);
@@ -362,25 +363,24 @@ __device__ __forceinline__ void mgs_tail_levels_body(const long long* __restrict
         int* fc = cnt + 4 * f;
         int* cc = cnt + 4 * l;
         mgs_coarsen_body(fkeys, ffluid, fc, fb, bx, by, bz, flag, take);
-        __syncthreads();
-        scan_range(take, 0, fb, 0, scan);
-        __syncthreads();
+        g.own();
+        g.scan(take, fb, scan);
+        g.sync();
         mgs_parents_body(fkeys, flag, scan, fc, fb, bx, by, bz, cbx, cby, cbz, nb, ckeys, cfluid, cc);
-        __syncthreads();
+        g.sync();
         mgs_level_cells_body(ckeys, cfluid, cc, nb, cbx, cby, cbz, around, diag8, cls, flags);
-        __syncthreads();
-        scan_range(flags, 0, nb, 0, scans);
-        scan_range(flags + nb, 0, nb, 0, scans + nb);
-        __syncthreads();
+        g.own();
+        g.scan_rows(flags, nb, scans);
+        g.sync();
         mgs_order_body(cls, scans, cc, nb, cposition, order);
-        __syncthreads();
+        g.sync();
         mgs_level_tables_body(order, cc, nb, around, cposition, diag8, ckeys, nbr, diag, cukeys);
         if (SCATTER) {  // down filled here, each fine unknown's entries after the barrier
             RANGE(u, 0, cc[2] + 1) restrict_fill(u, fc[2], nb + 1, down);
         } else {
             mgs_prolong_table_body(fukeys, fc, fstride, bx, by, bz, ckeys, cc, cposition, cbx, cby, cbz, up);
         }
-        __syncthreads();
+        g.sync();
         if (SCATTER) {
             mgs_prolong_restrict_body(fukeys, fc, fstride, bx, by, bz, ckeys, cc, cposition, cbx, cby, cbz, up, nb + 1,
                                       down);
@@ -388,7 +388,7 @@ __device__ __forceinline__ void mgs_tail_levels_body(const long long* __restrict
             mgs_restrict_table_body(cukeys, cc, nb + 1, cbx, cby, cbz, fkeys, fc, fposition, bx, by, bz, down);
         }
         widen_span_range(cukeys, 0, cc[2], span + 6 * l);
-        __syncthreads();
+        g.level_end();
     }
 }
 
@@ -396,7 +396,8 @@ extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels(const long lo
                                                                    int count, int* __restrict__ cnt,
                                                                    int* __restrict__ span)
 {
-    mgs_tail_levels_body<false>(rec, first, count, cnt, span);
+    SetupBlock g;
+    mgs_tail_levels_body<false>(rec, first, count, cnt, span, g);
 }
 
 extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_scatter(const long long* __restrict__ rec,
@@ -404,8 +405,55 @@ extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_scatter(const
                                                                            int* __restrict__ cnt,
                                                                            int* __restrict__ span)
 {
-    mgs_tail_levels_body<true>(rec, first, count, cnt, span);
+    SetupBlock g;
+    mgs_tail_levels_body<true>(rec, first, count, cnt, span, g);
 }
+
+// The same levels by one cluster of TAIL_CLUSTER blocks (sparse_pressure_workspace_levels.TAIL_GROUPS
+// "cluster", a grid of one cluster, sm_90 on; the module compiled with -DTAIL_CLUSTER): every
+// pass's items spread over the cluster's threads, its barriers the cluster's and its scans
+// SetupCluster's, the same integers (host harness on threads, GPU test).
+#ifdef TAIL_CLUSTER
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define SETUP_CLUSTER_DIMS __cluster_dims__(TAIL_CLUSTER, 1, 1)
+#else
+#define SETUP_CLUSTER_DIMS
+#endif
+extern "C" __global__ void SETUP_CLUSTER_DIMS __launch_bounds__(1024)
+    mgs_tail_levels_cluster(const long long* __restrict__ rec, int first, int count, int* __restrict__ cnt,
+                            int* __restrict__ span)
+{
+    SetupCluster g;
+    mgs_tail_levels_body<false>(rec, first, count, cnt, span, g);
+}
+
+extern "C" __global__ void SETUP_CLUSTER_DIMS __launch_bounds__(1024)
+    mgs_tail_levels_cluster_scatter(const long long* __restrict__ rec, int first, int count, int* __restrict__ cnt,
+                                    int* __restrict__ span)
+{
+    SetupCluster g;
+    mgs_tail_levels_body<true>(rec, first, count, cnt, span, g);
+}
+
+// The same levels by one block with SetupFastBlock's barriers and scans (TAIL_GROUPS "fast", and
+// "hybrid"'s levels after its cluster's).
+extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_fast(const long long* __restrict__ rec, int first,
+                                                                        int count, int* __restrict__ cnt,
+                                                                        int* __restrict__ span)
+{
+    SetupFastBlock g;
+    mgs_tail_levels_body<false>(rec, first, count, cnt, span, g);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_fast_scatter(const long long* __restrict__ rec,
+                                                                                int first, int count,
+                                                                                int* __restrict__ cnt,
+                                                                                int* __restrict__ span)
+{
+    SetupFastBlock g;
+    mgs_tail_levels_body<true>(rec, first, count, cnt, span, g);
+}
+#endif
 
 // ---- A coarse level's last launches as one (sparse_pressure_workspace_levels.FUSE "1", off
 // by default): mgs_prolong_restrict, mgs_key_span and the next level's mgs_coarsen have no

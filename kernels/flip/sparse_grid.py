@@ -214,11 +214,15 @@ class SparseFlipGrid(SparseMacGrid):
             if reach is None:
                 raise ValueError("SparseFlipGrid.update needs a margin, or reach to find it")
             margin = topology_gpu.host_margin(reach)
+        plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
         if found is None and device:
-            found = topology_gpu.incremental_keys(self, pos, margin, prebuilt=True, reach=reach)  # first build too
+            self._ahead_marks = topology_tables.ahead_marks(self, plain)  # the tables queued ahead of the read
+            try:
+                found = topology_gpu.incremental_keys(self, pos, margin, prebuilt=True, reach=reach)  # first build too
+            finally:
+                self._ahead_marks = None
         if found is None and margin is None:  # the array path after a device margin: per brick (*reach*), the
             margin = getattr(self, "last_margin", None) or topology_gpu.host_margin(reach)  # scalar for no cell
-        plain = (obstacle is None or len(obstacle) == 0) and all(b.count == 0 for b in bodies)
         if found is not None and found[1]:  # the same bricks: same slots, tables and marks
             added = freed = getattr(self, "_no_slots", None)
             if added is None:  # one empty slot list kept (no allocation a substep whose bricks stay)
@@ -237,7 +241,8 @@ class SparseFlipGrid(SparseMacGrid):
                         lean = "classed"  # the growth's allocation at its size class
                     added, freed = self.retopologize(None, rewritten=rewritten, update=update[:3],
                                                      used=update[3] if lean else None, lean=lean, replaced=self.MARKS,
-                                                     refill=update[4] if len(update) > 4 else None)
+                                                     refill=update[4] if len(update) > 4
+                                                     and not topology_tables.ahead_bound(self) else None)
                 else:
                     keys = self.topology_keys(pos, margin, extra_cells, reach) if found is None else found[0]
                     added, freed = self.retopologize(keys, rewritten=rewritten, replaced=self.MARKS)

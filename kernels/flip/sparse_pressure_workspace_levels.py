@@ -30,6 +30,7 @@ from . import sparse_pressure_workspace_kept as held_levels
 from .sparse_multigrid import _CellSet
 from .sparse_pressure_scan import inclusive_scans, scan_join, scan_way
 from .sparse_pressure_setup import _ints
+from .sparse_pressure_vcycle_tail import NON_PORTABLE_CLUSTER_ATTRIBUTE
 
 # VOXFX_SPARSE_SETUP_FUSE (read at each set-up): "1" joins launches that read nothing another
 # one writes — level 0's mgb_unknown_span into mgb_coarsen (mgb_coarsen_span), level 1's
@@ -46,6 +47,45 @@ FUSE = ("1", "0")
 def fuse(given=None) -> str:
     """The coarse levels' launches: "1" joins the independent ones (``FUSE``)."""
     return env_choice("VOXFX_SPARSE_SETUP_FUSE", FUSE, given)
+
+
+# VOXFX_SPARSE_SETUP_TAIL_GROUP (read at each set-up): the threads of the one-launch tail
+# (``_tail``, mgs_tail_levels*): "block" (one block of 1024 threads, the default before session 22); one cluster of
+# 8 ("cluster") or 16 ("cluster16", a non-portable cluster) such blocks, every pass spread over the
+# cluster with its barriers the cluster's (mgs_tail_levels_cluster*; compute capability 9.0 on,
+# else "fast"); "fast": one block without the barriers a pass's own items need not, its scans by
+# warp shuffles (mgs_tail_levels_fast*); "hybrid" / "hybrid16": the tail's levels whose finer
+# level's bound exceeds _CLUSTER_FROM on the cluster, the rest by "fast" (two launches). The same
+# integers (host harness on threads, GPU test). Issue 24, 8M dam break on an H100
+# (bench/flip_sparse_setup_kernels.py, ways in turn, medians of 4; bench/RESULTS.md, s22b): the tail
+# (levels 4 … 7: ~3,300 fine cells, then a few hundred, then the empty ones) block 0.094 / 0.087 ms
+# of device a substep (two calls), cluster 0.089 / 0.085, cluster16 0.105 — the cluster's barriers
+# cost what its threads save on levels this small —; fast **0.066**; hybrid 0.038 + 0.027 = 0.064
+# in two launches (0.037 + 0.024 with _FAST_THREADS 256; the fast block alone on 256: 0.111),
+# hybrid16 0.041 + 0.029; the coarse levels' kernels 0.372 → 0.357 (fast), 0.354 ms (hybrid). The
+# 8M row A/B (block / hybrid, both orders) did not resolve it: pressure 3.895 / 4.021, 3.910 / 3.844.
+# "fast" the default since session 22 (one launch, no cluster, any GPU; −0.021 ms of device a substep).
+TAIL_GROUPS = ("block", "cluster", "cluster16", "fast", "hybrid", "hybrid16")
+_TAIL_CLUSTERS = {"cluster": 8, "cluster16": 16, "hybrid": 8, "hybrid16": 16}
+_CLUSTER_FROM = 1024  # "hybrid": a level on the cluster where its finer level's bound exceeds this (a block's threads)
+_FAST_THREADS = 1024  # the fast block's threads (a multiple of 32: its scans take whole warps)
+_KC = {blocks: setup.Kernels("flip_sparse_pressure_setup.cu", (), setup.THREADS,
+                             defines={**setup._DEFINES, "TAIL_CLUSTER": blocks}) for blocks in (8, 16)}
+_NON_PORTABLE = set()  # ids of the 16-block kernels allowed their non-portable cluster (Kernels keeps them)
+
+
+def tail_group(given=None) -> str:
+    """The tail's group of threads (``TAIL_GROUPS``)."""
+    return env_choice("VOXFX_SPARSE_SETUP_TAIL_GROUP", TAIL_GROUPS, given, default="fast")
+
+
+def _tail_way() -> tuple:
+    """(group, cluster blocks): the blocks 0 where the group has no cluster or the device none."""
+    import cupy as cp
+
+    group = tail_group()
+    blocks = _TAIL_CLUSTERS.get(group, 0)
+    return group, blocks if blocks and int(cp.cuda.Device().compute_capability) >= 90 else 0
 
 
 def _pairing() -> bool:
@@ -78,7 +118,7 @@ def _launch_levels(grid, kind, ws, level0, base, bounds, most, keep=False):
                 held_levels.launch(ws, fine)
             elif graph:
                 key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, scan_way(), _scatter(),
-                       joined, pair)
+                       joined, pair, _tail_way())
                 ws.graphs.run(key, partial(_coarser, fine, ws, first), partial(_tail_record, first, fine, ws))
             else:
                 _coarser(fine, ws, first, *_tail_record(first, fine, ws, ws.rec))
@@ -264,15 +304,47 @@ def _tail_record(first, fine, ws, rec=None):
 
 def _tail(first, ws, rec):
     """Levels first … of the workspace by mgs_tail_levels (``sparse_pressure_setup._tail_levels``;
-    *rec*: ``_tail_record``'s)."""
+    *rec*: ``_tail_record``'s) in one block, or by its twins (``tail_group``): on one cluster, by the
+    "fast" block, or the first levels on the cluster and the rest by the fast block."""
     count = len(ws.caps)
     sizes = ws.sizes[:10 * count]
-    if _scatter():
+    group, blocks = _tail_way()
+    if group == "block" and _scatter():
         setup._K.launch_grid("mgs_tail_levels_scatter", (1,), (setup._TAIL_THREADS,),
                              (rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
-    else:
+    elif group == "block":
         setup._K.launch_grid("mgs_tail_levels", (1,), (setup._TAIL_THREADS,),
                              (rec, np.int32(first), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
+    else:
+        _tail_groups(first, ws, rec, group, blocks)
+
+
+def _tail_groups(first, ws, rec, group, blocks):
+    """``_tail``'s twins of the block (``_KC``'s module): levels first … split − 1 on one cluster
+    of *blocks* (0: none), the rest by the fast block."""
+    count = len(ws.caps)
+    sizes = ws.sizes[:10 * count]
+    name = "mgs_tail_levels_scatter" if _scatter() else "mgs_tail_levels"
+    split = first  # the cluster's levels first … split − 1, the fast block's split …
+    if blocks and group.startswith("cluster"):
+        split = count
+    elif blocks:
+        while split < count and ws.caps[split - 1] - 1 > _CLUSTER_FROM:
+            split += 1
+    kernels = _KC[blocks or 8]
+    if split > first:
+        cluster = name.replace("mgs_tail_levels", "mgs_tail_levels_cluster")
+        kernel = kernels.get(cluster)
+        if blocks > 8 and id(kernel) not in _NON_PORTABLE:  # beyond the portable cluster size: allowed per kernel
+            import cupy as cp
+
+            cp.cuda.driver.funcSetAttribute(kernel.kernel.ptr, NON_PORTABLE_CLUSTER_ATTRIBUTE, 1)
+            _NON_PORTABLE.add(id(kernel))
+        kernels.launch_grid(cluster, (blocks,), (setup._TAIL_THREADS,),
+                            (rec, np.int32(first), np.int32(split), sizes[:4 * count], sizes[4 * count:]))
+    if split < count:
+        kernels.launch_grid(name.replace("mgs_tail_levels", "mgs_tail_levels_fast"), (1,), (_FAST_THREADS,),
+                            (rec, np.int32(split), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
 
 
 def _span_blocks(n) -> int:

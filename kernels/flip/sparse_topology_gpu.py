@@ -168,6 +168,7 @@ from ..settings import env_choice
 from . import sparse_reach
 from . import sparse_topology_ahead as topology_ahead
 from . import sparse_topology_args as topology_args
+from . import sparse_topology_tables_ahead as tables_ahead
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
 from .sparse_topology_update import (  # noqa: F401  (the update's names, re-exported: tests and benches use them here)
     FUSED, PIPELINES, ROOMS, SCRATCH_MODES, TOPOLOGY, TOPOLOGY_UPDATES, UPDATE_ITEMS, _reach_list, _reached,
@@ -437,7 +438,9 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
                                    grid.brick_nbr, True, index, claimed, reach, work, classes, merged, on,
                                    ahead is not None)
         fused = launch_fused_update(grid, index, work, merged, ways, on) if work else None  # queued before the read
-        read = flags.get(out=topology_args.flags_host(grid)) if merged else flags.get()  # the one host sync
+        read = (tables_ahead.read(grid, flags, topology_args.flags_host(grid), index, fused, on)
+                if merged and fused is not None
+                else flags.get(out=topology_args.flags_host(grid)) if merged else flags.get())  # the one host sync
         missed, beyond, added, freed, most = (int(f) for f in read)
         learned = _learned_margin(reach, most) if reach is not None and not missed else None
         if learned is not None:
@@ -450,7 +453,9 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
             if added == 0 and freed == 0:
                 return None, True
             if fused is not None:
-                return update_topology_fused(grid, index, fused, added, freed), False
+                update = update_topology_fused(grid, index, fused, added, freed)
+                tables_ahead.bind(grid, update[0])  # the tables queued ahead of the read are its
+                return update, False
             if table:  # added: each brick once, so the sizes are known
                 return update_topology_table(grid, claimed, kept, added, freed), False
             return _updated(grid, mode, mask, flags, kept, freed), False

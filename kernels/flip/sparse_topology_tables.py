@@ -37,6 +37,7 @@ from ..grid.sparse_join import JOIN_CHANNELS, join_arguments
 from ..settings import env_choice
 from .sparse_gpu import _NO_INDEX, CELLS
 from . import sparse_topology_args as topology_args
+from . import sparse_topology_tables_ahead as tables_ahead
 from .sparse_topology_gpu import TOPOLOGY
 
 # VOXFX_SPARSE_TOPOLOGY_TABLES: after an update, the slot tables, neighbours and marks by fused_tables (two
@@ -72,6 +73,23 @@ def fills_with_tables(grid, count: int, capacity: int) -> bool:
     return tables_mode() == "fused" and fill_mode() == "tables"
 
 
+def ahead_marks(grid, plain: bool):
+    """``SparseFlipGrid.update``'s request for the tables queued ahead of the flags read
+    (``sparse_topology_tables_ahead``, ``VOXFX_SPARSE_TABLES_AHEAD=1`` with the fused tables): whether they
+    write the marks (a grid without obstacles, the kernels serving it), else None (not queued)."""
+    if tables_ahead.mode() != "1" or tables_mode() != "fused":
+        return None
+    from .sparse_gpu import available
+
+    return bool(plain and available(grid))
+
+
+def ahead_bound(grid) -> bool:
+    """Whether the grid's next tables were queued ahead of the flags read (``sparse_topology_tables_ahead``:
+    then ``retopologize`` fills the kept channels itself, the tables ahead take no refill marks)."""
+    return tables_ahead.bound(grid)
+
+
 def _no_fill(on: bool) -> tuple:
     """``_NO_FILL``, with *on* its scalars made once (``sparse_topology_args``)."""
     if not on:
@@ -96,6 +114,8 @@ def fused_tables(grid, marks: bool) -> None:
     for it (the fused update leaves it), else by search. Where ``retopologize`` left the kept channels'
     fills to the tables (``grid._table_fills``: the refill marks and the channels, ``fills_with_tables``)
     ``topology_cell_tables`` writes them, and clears that."""
+    if getattr(grid, "_table_fills", None) is None and tables_ahead.take(grid, marks):
+        return  # queued ahead of the flags read (sparse_topology_tables_ahead)
     cp, t = grid.xp, grid.topology
     cap = grid.capacity
     on = topology_args.kept()  # the scalars made once (sparse_topology_args)

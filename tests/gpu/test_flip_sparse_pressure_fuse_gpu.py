@@ -24,10 +24,11 @@ def test_gpu_joined_launches_give_the_separate_launches_tables(monkeypatch, rest
     assert_setups_agree(monkeypatch, "VOXFX_SPARSE_SETUP_FUSE", restrict, tail_bound, ahead)
 
 
-def assert_setups_agree(monkeypatch, variable, restrict, tail_bound, ahead):
+def assert_setups_agree(monkeypatch, variable, restrict, tail_bound, ahead, ways=("0", "1")):
     """Two set-ups of one fresh random grid (the second launched ahead where *ahead*) with *variable*
-    "0" and "1": the workspace's cnt and span rows and every level's m, nbr, diag, up and down the
-    same, four levels or more (level 2's launch coarsens level 3; SCAN_JOIN's levels 1 and 2 pair)."""
+    at each of *ways* ("0" and "1"): the workspace's cnt and span rows and every level's m, nbr, diag,
+    up and down the same, four levels or more (level 2's launch coarsens level 3; SCAN_JOIN's levels 1
+    and 2 pair)."""
     import cupy
 
     seed = int(np.random.default_rng().integers(1 << 30))
@@ -38,7 +39,7 @@ def assert_setups_agree(monkeypatch, variable, restrict, tail_bound, ahead):
     monkeypatch.setattr(sparse_pressure_workspace, "AHEAD", ahead)
     spec, pos, vel, obstacle = random_scene(np.random.default_rng(seed), shape=(48, 40, 44), n=150000)
     got, sizes = {}, {}
-    for way in ("0", "1"):
+    for way in ways:
         monkeypatch.setenv(variable, way)
         sparse_pressure_gpu.release_gpu_solvers()
         g = tank(cupy, pos, vel, spec, obstacle)
@@ -51,9 +52,10 @@ def assert_setups_agree(monkeypatch, variable, restrict, tail_bound, ahead):
         sizes[way] = cupy.asnumpy(ws.sizes[:10 * count])
         got[way] = _tables(g, kind, level)
     sparse_pressure_gpu.release_gpu_solvers()
-    assert np.array_equal(sizes["0"], sizes["1"]), f"seed {seed}"
-    assert sizes["0"].size >= 40, f"seed {seed}"  # four levels or more
-    (levels_a, up_a, down_a), (levels_b, up_b, down_b) = got["0"], got["1"]
+    a_way, b_way = ways
+    assert np.array_equal(sizes[a_way], sizes[b_way]), f"seed {seed}"
+    assert sizes[a_way].size >= 40, f"seed {seed}"  # four levels or more
+    (levels_a, up_a, down_a), (levels_b, up_b, down_b) = got[a_way], got[b_way]
     assert len(levels_a) == len(levels_b) >= 3 and len(down_a) == len(down_b) >= 2, f"seed {seed}"
     for a, b in zip(levels_a, levels_b):
         assert a[:2] == b[:2] and np.array_equal(a[2], b[2]) and np.array_equal(a[3], b[3]), f"seed {seed}"

@@ -329,6 +329,7 @@ def test_kept_channels_filled_by_the_tables_give_retopologizes_fills(monkeypatch
     kept = [("pressure_carried", np.float32, np.nan), *((f"kept_{c}", np.float32, 0) for c in "uvw"),
             *((f"kept_fluid_{c}", np.uint8, 0) for c in "uvw"), *((f"more{i}", np.uint8, 5) for i in range(extra))]
     launched = []
+    monkeypatch.setenv("VOXFX_SPARSE_TABLES_AHEAD", "0")  # the plain tables fill (those queued ahead take no fills)
     launch = sparse_mac._K.launch
     monkeypatch.setattr(sparse_mac._K, "launch", lambda name, n, args: launched.append(name) or launch(name, n, args))
     fused = sparse_topology_gpu.update_topology_fused

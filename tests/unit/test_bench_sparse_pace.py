@@ -109,3 +109,13 @@ def test_a_way_unsets_what_another_way_sets():
         assert os.environ[b] == "2" and os.environ[a] == "x=y"  # the value after the first "="
         pace.use_way(ways, 2)
         assert a not in os.environ and b not in os.environ
+
+
+def test_paired_takes_each_rounds_difference_to_way_0():
+    """Per round, way w's block less way 0's of the same kind; rounds missing a block left out; the median."""
+    rounds = [{(0, "step"): 6.0, (1, "step"): 5.8, (0, "synced"): 7.0}, {(0, "step"): 7.0, (1, "step"): 7.3},
+              {(1, "step"): 9.0}, {(0, "step"): 8.0, (1, "step"): 7.6}]
+    out = pace.paired(rounds, "step", 2)
+    assert out[1][0] == pytest.approx([-0.2, 0.3, -0.4])
+    assert out[1][1] == pytest.approx(-0.2)
+    assert pace.paired(rounds, "synced", 2)[1][0] == []

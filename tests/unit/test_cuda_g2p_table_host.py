@@ -177,8 +177,9 @@ def test_table_axis_code_is_the_brick_bit_and_the_local_coordinate(axis_code_har
 
 def test_table_code_centred_builds_h21g_code_into_the_time_centred_entries(monkeypatch):
     """VOXFX_SPARSE_G2P_TABLE_CODE (helper h21n): "shift" builds no BLOCK_TABLE_OR (its kernels session 21's
-    defaults); "centred" (the default since session 22) builds BLOCK_TABLE_OR=12 for every variant's table module (bits 4 and 8:
-    the time-centred entries take h21g's code, the end entries keep h21i's); pairs and select modules untouched."""
+    defaults); "centred" (the default since session 22) builds BLOCK_TABLE_OR=12 for every variant's table
+    module (bits 4 and 8: the time-centred entries take h21g's code, the end entries keep h21i's); pairs and
+    select modules untouched."""
     monkeypatch.setenv("VOXFX_SPARSE_G2P_CORNERS", "table")
     monkeypatch.delenv("VOXFX_SPARSE_G2P_TABLE_CODE", raising=False)
     assert sparse_g2p_gpu.g2p_table_code() == "centred"

@@ -420,6 +420,15 @@ def test_multigrid_table_kernels_build_the_numpy_tables(request, scene, setup):
     fixture = {"host": "tables", "scatter": "tables_scatter"}.get(setup.split("-")[0], "tables_device")
     tables = request.getfixturevalue(fixture)
     setup = setup.split("-")[-1]
+    lines, M = scene_lines(scene)
+    if setup.startswith("tail"):
+        lines.append(setup[4:])
+    assert_levels(tables.raw(lines).split(), M)
+
+
+def scene_lines(scene):
+    """The set-up drivers' input for *scene* ("tank", "sealed", "sheet": level 0's set and its
+    unknowns' keys) and the NumPy VCycle of it (the oracle)."""
     g = _tank()
     if scene == "sealed":  # fluid up to the lid: one pinned cell, deep hierarchy
         g["cell"] = np.where(g.active() & (g["cell"] != 2), np.uint8(FLUID), g["cell"]).astype(np.uint8)
@@ -435,9 +444,7 @@ def test_multigrid_table_kernels_build_the_numpy_tables(request, scene, setup):
     lines = [f"{sparse_multigrid.MG_MIN_SIDE} {sparse_multigrid.MAX_LEVELS} {sparse_multigrid._MARGIN}",
              " ".join(map(str, cells.base)), str(len(cells.keys)), *map(str, cells.keys),
              *map(str, cells.fluid.astype(int)), *map(str, cells.position), str(level.m), *map(str, keys0)]
-    if setup.startswith("tail"):
-        lines.append(setup[4:])
-    assert_levels(tables.raw(lines).split(), M)
+    return lines, M
 
 
 def assert_levels(out, M):

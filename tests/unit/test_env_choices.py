@@ -12,6 +12,7 @@ from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, spar
                                 sparse_pressure_scan, sparse_pressure_scatter_ahead, sparse_pressure_setup,
                                 sparse_pressure_solve_ahead, sparse_pressure_workspace_levels, sparse_scatter,
                                 sparse_topology_ahead, sparse_topology_gpu, sparse_topology_tables,
+                                sparse_topology_tables_ahead,
                                 sparse_topology_update, sparse_transfer,
                                 surface_gpu, surface_host_copy, surface_place, transfer)
 
@@ -48,6 +49,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
      sparse_topology_update.TOPOLOGY_UPDATES, "fused"),
     (sparse_topology_tables.tables_mode, "VOXFX_SPARSE_TOPOLOGY_TABLES", sparse_topology_tables.TABLES, "fused"),
     (sparse_topology_ahead.ahead_mode, "VOXFX_SPARSE_OCCUPIED_AHEAD", sparse_topology_ahead.AHEAD_MODES, "0"),
+    (sparse_topology_tables_ahead.mode, "VOXFX_SPARSE_TABLES_AHEAD", sparse_topology_tables_ahead.MODES, "0"),
     (sparse_grid.margin_mode, "VOXFX_SPARSE_MARGIN", sparse_grid.MARGIN_MODES, "brick"),
     (sparse_transfer.p2g_tail, "VOXFX_SPARSE_P2G_TAIL", sparse_transfer.P2G_TAILS, "live"),
     (sparse_pressure_cells.brick_links, "VOXFX_SPARSE_LABEL_BRICK_LINKS", sparse_pressure_cells.BRICK_LINKS, "local"),
@@ -56,6 +58,8 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_pressure_workspace_levels.fuse, "VOXFX_SPARSE_SETUP_FUSE", sparse_pressure_workspace_levels.FUSE, "1"),
     (sparse_pressure_scan.scan_join, "VOXFX_SPARSE_SCAN_JOIN", sparse_pressure_scan.SCAN_JOIN, "1"),
     (sparse_pressure_scan.scan_way, "VOXFX_SPARSE_SCAN_WAY", sparse_pressure_scan.SCAN_WAYS, "1"),
+    (sparse_pressure_workspace_levels.tail_group, "VOXFX_SPARSE_SETUP_TAIL_GROUP",
+     sparse_pressure_workspace_levels.TAIL_GROUPS, "fast"),
     (sparse_pressure_buffers.first_caps, "VOXFX_SPARSE_SETUP_FIRST_CAPS", sparse_pressure_buffers.FIRST_MODES, "grown"),
     (lambda given=None: str(sparse_multigrid_kept.keep_every(given)), "VOXFX_SPARSE_MG_KEEP",
      sparse_multigrid_kept.KEEP_WAYS, "0"),

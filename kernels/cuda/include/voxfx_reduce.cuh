@@ -189,10 +189,11 @@ __device__ __forceinline__ void warp_all_min_max(unsigned int& low, unsigned int
 #endif
 }
 
-// Inclusive scan over the warp's lanes.
+// Inclusive scan over the warp's lanes (on the host the one lane's value, unless a threaded
+// harness brings its warps' shuffles: HOST_WARP_SHUFFLES, tests/unit/test_cuda_sparse_setup_cluster_host.py).
 __device__ __forceinline__ int warp_inclusive_scan(int v)
 {
-#ifdef __CUDA_ARCH__
+#if defined(__CUDA_ARCH__) || defined(HOST_WARP_SHUFFLES)
     const int lane = (int)(threadIdx.x & 31);
     for (int d = 1; d < 32; d <<= 1) {
         const int o = __shfl_up_sync(0xffffffffu, v, d);
