@@ -264,12 +264,16 @@ def test_brick_tables_of_the_harness_are_the_grids_neighbours():
 
 
 def _kernel_params(source):
-    """{kernel name: parameter count} of the extern "C" kernels of a .cu file."""
+    """{kernel name: parameter count} of the extern "C" kernels of a .cu file; a parameter list that is one
+    macro of the file (flip_sparse_pressure_scan.cu's SCAN_PAIR_PARAMS) counted as its definition."""
     import re
 
+    macros = {m.group(1): m.group(2).replace("\\\n", " ")
+              for m in re.finditer(r"^#define (\w+)[ \t]+((?:.*\\\n)*.*)$", source, re.M)}
     out = {}
     for m in re.finditer(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(([^)]*)\)', source):
-        out[m.group(1)] = len([p for p in m.group(2).split(",") if p.strip()])
+        params = macros.get(m.group(2).strip(), m.group(2))
+        out[m.group(1)] = len([p for p in params.split(",") if p.strip()])
     return out
 
 
