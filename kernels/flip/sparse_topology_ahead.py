@@ -25,13 +25,17 @@ from ..settings import env_choice
 from . import sparse_topology_args as topology_args
 from .sparse_topology_update import TOPOLOGY
 
-AHEAD_MODES = ("0", "1")  # VOXFX_SPARSE_OCCUPIED_AHEAD
+# VOXFX_SPARSE_OCCUPIED_AHEAD: "1" the default since session 22 (with VOXFX_SPARSE_TABLES_AHEAD "1": H100 80GB HBM3,
+# bench/flip_sparse.py --row 8m --pace 4 --rounds 12, the step blocks both aheads against neither, paired by round:
+# −0.193 ms a substep with neither first, −0.195 with both first; the sparse FLIP, topology, ahead and args GPU files
+# 51 passed with both on); "0" the A/B baseline
+AHEAD_MODES = ("0", "1")
 counts = {"launched": 0, "taken": 0, "refused": 0}  # aheads queued, taken by incremental_keys, dropped
 
 
 def ahead_mode(given=None) -> str:
     """``VOXFX_SPARSE_OCCUPIED_AHEAD`` (or *given*): "1" queues ``mark_occupied`` ahead of the step's speed read."""
-    return env_choice("VOXFX_SPARSE_OCCUPIED_AHEAD", AHEAD_MODES, given)
+    return env_choice("VOXFX_SPARSE_OCCUPIED_AHEAD", AHEAD_MODES, given, default="1")
 
 
 def same_key(a, b) -> bool:

@@ -40,14 +40,15 @@ from .sparse_topology_update import room
 
 AHEAD = Kernels("flip_sparse_topology_tables_ahead.cu", (), THREADS)
 # VOXFX_SPARSE_TABLES_AHEAD: "1" the fused tables queued behind the flags' copy, before the host waits on it;
-# "0" (the default, the A/B baseline) the flags read with a stream sync and the tables launched after it
+# (the default since session 22, with VOXFX_SPARSE_OCCUPIED_AHEAD: sparse_topology_ahead.py's notes);
+# "0" (the A/B baseline) the flags read with a stream sync and the tables launched after it
 MODES = ("0", "1")
 counts = {"queued": 0, "taken": 0}  # tables queued ahead, and taken by fused_tables (the GPU tests read them)
 
 
 def mode(given=None) -> str:
     """``VOXFX_SPARSE_TABLES_AHEAD`` (``MODES``; module notes), or *given*."""
-    return env_choice("VOXFX_SPARSE_TABLES_AHEAD", MODES, given)
+    return env_choice("VOXFX_SPARSE_TABLES_AHEAD", MODES, given, default="1")
 
 
 def sizes(count: int, capacity: int, added: int, freed: int) -> tuple[int, int]:
