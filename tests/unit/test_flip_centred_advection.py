@@ -241,12 +241,21 @@ def test_sparse_kept_bricks_must_be_ascending_lattice_keys():
         _dam(True).restore(state)
 
 
-def _peak_of_two_frames(spec, sparse, on):
-    """tracemalloc peak of building a dam break and stepping two frames at CFL 4 (NumPy), the cyclic
-    collector held off so its timing (what earlier tests in the process left) does not move the peak."""
-    import gc
-    import tracemalloc
+_PEAKS = """
+import gc, json, sys, tracemalloc
+sys.path.insert(0, sys.argv[1])
+from tools.package import load; load()
+import numpy as np
+from tests.meshes import box
+from voxfx.kernels.flip.grid import FlipSettings
+from voxfx.kernels.flip.sim import FlipSimulation
+from voxfx.kernels.grid import GridSpec
 
+sparse = sys.argv[2] == "sparse"
+spec = GridSpec((0.0, 0.0, 0.0), 0.025, (48, 24, 32))
+
+
+def peak(on):
     gc.collect()
     gc.disable()
     tracemalloc.start()
@@ -261,6 +270,30 @@ def _peak_of_two_frames(spec, sparse, on):
         gc.enable()
 
 
+for flag in (False, True):  # first-call caches (either way's) outside the measurement
+    peak(flag)
+(off, _), (on, sim) = (peak(flag) for flag in (False, True))
+print(json.dumps([off, on, int(sim.grid.capacity) if sparse else 0, len(sim.pos)]))
+"""
+
+
+def _peaks_of_two_frames(sparse):
+    """tracemalloc peaks of building a dam break and stepping two frames at CFL 4 (NumPy), the setting
+    off then on, in a fresh interpreter (what earlier tests left in a test process — caches, the cyclic
+    collector's timing — moved the 0.36–1.9 MB difference by ~4 MB under xdist): (off, on, capacity,
+    particles)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    r = subprocess.run([sys.executable, "-c", _PEAKS, root, "sparse" if sparse else "dense"],
+                       capture_output=True, text=True, timeout=300, cwd=root)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 def test_the_cpu_memory_estimate_covers_what_the_kept_faces_cost(sparse):
     """The peak the setting adds on the NumPy path (measured 51.0 B a cell dense, 7.0 B a
@@ -270,14 +303,12 @@ def test_the_cpu_memory_estimate_covers_what_the_kept_faces_cost(sparse):
     from voxfx.kernels.flip.sparse_memory import memory_at
 
     spec = GridSpec((0.0, 0.0, 0.0), 0.025, (48, 24, 32))
-    for flag in (False, True):  # first-call caches (either way's) outside the measurement
-        _peak_of_two_frames(spec, sparse, flag)
-    (off, _), (on, sim) = (_peak_of_two_frames(spec, sparse, flag) for flag in (False, True))
+    off, on, capacity, particles = _peaks_of_two_frames(sparse)
     if sparse:
-        stages = [memory_at(spec, sim.grid.capacity, len(sim.pos), parts=True, xp=np, time_centred=flag)
+        stages = [memory_at(spec, capacity, particles, parts=True, xp=np, time_centred=flag)
                   for flag in (False, True)]
     else:
-        stages = [flip_memory(spec, len(sim.pos), parts=True, xp=np, time_centred=flag) for flag in (False, True)]
+        stages = [flip_memory(spec, particles, parts=True, xp=np, time_centred=flag) for flag in (False, True)]
     measured, counted = on - off, stages[1]["substep"] - stages[0]["substep"]
     print(f"\nthe setting's peak: measured {measured:,} B, estimated {counted:,} B")
     assert 0.9 * measured <= counted <= 2 * measured
