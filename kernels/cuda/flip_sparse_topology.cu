@@ -46,6 +46,7 @@
 #include "voxfx_sparse_marks.cuh"  // sparse_store_wall_marks: topology_cell_tables' marks
 #include "voxfx_slot_margin.cuh"  // slot_margins' arithmetic (reach_slots' too)
 #include "voxfx_join.cuh"  // topology_cell_tables' fills of the kept channels
+#include "voxfx_topology_tables.cuh"  // the tables' per-thread work (the ahead kernels' too)
 
 // ------------------------------------------------------------------------------ topology (§5.1–5.2)
 
@@ -443,20 +444,8 @@ extern "C" __global__ void topology_slot_tables(const long long* __restrict__ ke
                                                 const unsigned char* __restrict__ used, long long capacity,
                                                 int* __restrict__ coords, int* __restrict__ nbr27)
 {
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < 27 * n_keys) {
-        int s, o;
-        long long bx, by, bz;  // the neighbour at o
-        sparse_table_thread(t, keys, slots, coords, s, o, bx, by, bz);
-        nbr27[27LL * s + o] = INDEXED_SLOT(bx, by, bz);
-        return;
-    }
-    if (t >= 27 * (n_keys + capacity)) return;
-    const long long slot = (t - 27 * n_keys) / 27;
-    const int o = (int)(t - 27 * n_keys - 27 * slot);
-    if (used[slot]) return;
-    nbr27[27 * slot + o] = -1;
-    if (o < 3) coords[3 * slot + o] = 0;
+    topology_slot_table_entry(keys, slots, n_keys, index, index_lx, index_ly, index_lz, index_dx, index_dy, index_dz,
+                              used, capacity, coords, nbr27);
 }
 
 // One thread per pool cell: its six face neighbours (grid.nbr, cell_neighbours') and, with
@@ -483,9 +472,6 @@ extern "C" __global__ void topology_cell_tables(const int* __restrict__ nbr27, c
         const unsigned int v[JOIN_CHANNELS] = JOIN_LIST(v);
         join_store(c, v, n, bytes, t);
     }
-    if (!marks) return;
-    sparse_store_wall_marks(used, coords, t, closed, nx, ny, nz, exists_u, exists_v, exists_w, wall, solid);
-    solid_u[t] = 0.0f;
-    solid_v[t] = 0.0f;
-    solid_w[t] = 0.0f;
+    if (marks) topology_cell_marks(used, coords, t, closed, nx, ny, nz, exists_u, exists_v, exists_w, wall, solid,
+                                   solid_u, solid_v, solid_w);
 }

@@ -8,9 +8,7 @@
 // the host launches the tables after the read as before. The same values as the plain kernels at the
 // host's sizes (tests/unit/test_cuda_sparse_topology_tables_ahead_host.py).
 
-#include "voxfx_sparse.cuh"  // sparse_table_thread, sparse_cell_step
-#include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS, INDEXED_SLOT
-#include "voxfx_sparse_marks.cuh"  // sparse_store_wall_marks
+#include "voxfx_topology_tables.cuh"  // the plain kernels' per-thread work (sparse_cell_step, BRICK_INDEX_ARGS too)
 
 // The new topology's key count and pool capacity from the flags (missed, beyond, added, freed) and the
 // current topology's (n_keys, capacity): Topology.update's capacity, max(capacity, new count). False where
@@ -35,20 +33,8 @@ extern "C" __global__ void topology_slot_tables_ahead(const unsigned long long* 
 {
     long long n_keys, capacity;
     if (!ahead_sizes(flags, n_old, cap_old, room, n_keys, capacity)) return;
-    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < 27 * n_keys) {
-        int s, o;
-        long long bx, by, bz;
-        sparse_table_thread(t, keys, slots, coords, s, o, bx, by, bz);
-        nbr27[27LL * s + o] = INDEXED_SLOT(bx, by, bz);
-        return;
-    }
-    if (t >= 27 * (n_keys + capacity)) return;
-    const long long slot = (t - 27 * n_keys) / 27;
-    const int o = (int)(t - 27 * n_keys - 27 * slot);
-    if (used[slot]) return;
-    nbr27[27 * slot + o] = -1;
-    if (o < 3) coords[3 * slot + o] = 0;
+    topology_slot_table_entry(keys, slots, n_keys, index, index_lx, index_ly, index_lz, index_dx, index_dy, index_dz,
+                              used, capacity, coords, nbr27);
 }
 
 // topology_cell_tables (no refill) at the flags' sizes: room · 512 threads launched, the pool's cells
@@ -71,9 +57,6 @@ extern "C" __global__ void topology_cell_tables_ahead(const unsigned long long* 
     const long long cells = capacity * SPARSE_CELLS, t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= cells) return;
     for (int d = 0; d < 6; ++d) nbr[d * cells + t] = sparse_cell_step(nbr27, (int)t, d);
-    if (!marks) return;
-    sparse_store_wall_marks(used, coords, t, closed, nx, ny, nz, exists_u, exists_v, exists_w, wall, solid);
-    solid_u[t] = 0.0f;
-    solid_v[t] = 0.0f;
-    solid_w[t] = 0.0f;
+    if (marks) topology_cell_marks(used, coords, t, closed, nx, ny, nz, exists_u, exists_v, exists_w, wall, solid,
+                                   solid_u, solid_v, solid_w);
 }
