@@ -10,7 +10,7 @@ import pytest
 
 from tests.cuda_host import DRIVER, STUBS
 from tests.unit.test_cuda_exact import build_ints
-from tests.unit.test_cuda_sparse_topology_tables_host import topology
+from tests.unit.test_cuda_sparse_topology_tables_host import READ_TOPOLOGY, topology
 from voxfx.kernels.flip.sparse_topology_tables_ahead import sizes
 from voxfx.kernels.grid.sparse import Topology, brick_coords, brick_keys
 
@@ -35,22 +35,7 @@ struct Out {
     }
 };
 int main() {
-    ll n, cap;
-    if (scanf("%lld %lld", &n, &cap) != 2) return 1;
-    std::vector<ll> keys(n);
-    std::vector<int> slots(n);
-    for (auto& k : keys) scanf("%lld", &k);
-    for (auto& s : slots) scanf("%d", &s);
-    std::vector<u8> used(cap);
-    for (auto& x : used) { int t; scanf("%d", &t); x = (u8)t; }
-    int lo[3], d[3];
-    for (auto& x : lo) scanf("%d", &x);
-    for (auto& x : d) scanf("%d", &x);
-    std::vector<int> index(std::max(1LL, (ll)d[0] * d[1] * d[2]), -1);
-    if (d[0] > 0) for (auto& x : index) scanf("%d", &x);
-    int closed, nx, ny, nz;
-    scanf("%d %d %d %d", &closed, &nx, &ny, &nz);
-    unsigned long long flags[5] = {0, 0, 0, 0, 0};
+""" + READ_TOPOLOGY + r"""    unsigned long long flags[5] = {0, 0, 0, 0, 0};
     for (int i = 0; i < 4; ++i) scanf("%llu", &flags[i]);
     ll n_old, cap_old, room;
     scanf("%lld %lld %lld", &n_old, &cap_old, &room);

@@ -22,10 +22,8 @@ from voxfx.kernels.grid.sparse import Topology, brick_coords, brick_keys
 # null refill). Output: coords (3·cap), nbr27 (27·cap), nbr (6·cells), exists_u, exists_v,
 # exists_w, wall, solid (cells each), solid_u/v/w (cells each), then two kept channels after the
 # refill (an f32 from 1.5·i to NaN as its bits, a u8 from i % 200 to 3).
-HARNESS = STUBS + r"""
-#include "flip_sparse_topology.cu"
-""" + DRIVER + r"""
-int main() {
+# The topology's input lines as both tables harnesses read them (n_keys capacity through closed nx ny nz), inside main.
+READ_TOPOLOGY = r"""
     ll n, cap;
     if (scanf("%lld %lld", &n, &cap) != 2) return 1;
     std::vector<ll> keys(n);
@@ -41,7 +39,12 @@ int main() {
     if (d[0] > 0) for (auto& x : index) scanf("%d", &x);
     int closed, nx, ny, nz;
     scanf("%d %d %d %d", &closed, &nx, &ny, &nz);
-    ll m;
+"""
+HARNESS = STUBS + r"""
+#include "flip_sparse_topology.cu"
+""" + DRIVER + r"""
+int main() {
+""" + READ_TOPOLOGY + r"""    ll m;
     scanf("%lld", &m);
     std::vector<u8> refill(cap, 0);
     for (ll i = 0; i < m; ++i) { int s; scanf("%d", &s); refill[s] = 1; }
