@@ -79,12 +79,7 @@ int main() {
         }
         ONE_PER_ITEM(n, cells_label(cell.data(), touch.data(), n, parent.data(), label.data(), reach.data()));
         ONE_PER_ITEM(n, cells_sealed(cell.data(), label.data(), n, reach.data(), &count, kind.data()));
-        for (float x : b) printf("%a\n", x);
-        for (auto x : touch) printf("%d\n", (int)x);
-        for (int x : label) printf("%d\n", x);
-        for (auto x : reach) printf("%d\n", (int)x);
-        printf("%d\n", count);
-        for (auto x : kind) printf("%d\n", (int)x);
+        print_stage(b, touch, label, reach, count, kind);
     }
     for (int x : tickets) printf("%d\n", x);
     return 0;

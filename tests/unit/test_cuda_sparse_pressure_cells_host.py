@@ -28,6 +28,16 @@ HARNESS = PREAMBLE.replace('#include "flip_sparse_pressure.cu"', '#include "flip
 static void read_bytes(std::vector<unsigned char>& v) {
     for (auto& x : v) { int t; scanf("%d", &t); x = (unsigned char)t; }
 }
+// The stage's outputs as both cells harnesses print them: b (hex), touch, label, reach, the sealed count, kind.
+template <class B, class T, class L, class R, class K>
+static void print_stage(const B& b, const T& touch, const L& label, const R& reach, int count, const K& kind) {
+    for (float x : b) printf("%a\n", x);
+    for (auto x : touch) printf("%d\n", (int)x);
+    for (int x : label) printf("%d\n", x);
+    for (auto x : reach) printf("%d\n", (int)x);
+    printf("%d\n", count);
+    for (auto x : kind) printf("%d\n", (int)x);
+}
 static void read_floats(std::vector<float>& v) { for (auto& x : v) scanf("%a", &x); }
 int main() {
     int n;
@@ -65,12 +75,7 @@ int main() {
     }
     ONE_PER_ITEM(n, cells_label(cell.data(), touch.data(), n, parent.data(), label.data(), reach.data()));
     ONE_PER_ITEM(n, cells_sealed(cell.data(), label.data(), n, reach.data(), &count, kind.data()));
-    for (float x : b) printf("%a\n", x);
-    for (auto x : touch) printf("%d\n", (int)x);
-    for (int x : label) printf("%d\n", x);
-    for (auto x : reach) printf("%d\n", (int)x);
-    printf("%d\n", count);
-    for (auto x : kind) printf("%d\n", (int)x);
+    print_stage(b, touch, label, reach, count, kind);
     return 0;
 }
 """
