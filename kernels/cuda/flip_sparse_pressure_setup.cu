@@ -409,6 +409,25 @@ extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_scatter(const
     mgs_tail_levels_body<true>(rec, first, count, cnt, span, g);
 }
 
+// The same levels by one block with SetupFastBlock's barriers and scans (TAIL_GROUPS "fast", the default, and
+// "hybrid"'s levels after its cluster's; in every module of this file).
+extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_fast(const long long* __restrict__ rec, int first,
+                                                                        int count, int* __restrict__ cnt,
+                                                                        int* __restrict__ span)
+{
+    SetupFastBlock g;
+    mgs_tail_levels_body<false>(rec, first, count, cnt, span, g);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_fast_scatter(const long long* __restrict__ rec,
+                                                                                int first, int count,
+                                                                                int* __restrict__ cnt,
+                                                                                int* __restrict__ span)
+{
+    SetupFastBlock g;
+    mgs_tail_levels_body<true>(rec, first, count, cnt, span, g);
+}
+
 // The same levels by one cluster of TAIL_CLUSTER blocks (sparse_pressure_workspace_levels.TAIL_GROUPS
 // "cluster", a grid of one cluster, sm_90 on; the module compiled with -DTAIL_CLUSTER): every
 // pass's items spread over the cluster's threads, its barriers the cluster's and its scans
@@ -434,26 +453,7 @@ extern "C" __global__ void SETUP_CLUSTER_DIMS __launch_bounds__(1024)
     SetupCluster g;
     mgs_tail_levels_body<true>(rec, first, count, cnt, span, g);
 }
-
-// The same levels by one block with SetupFastBlock's barriers and scans (TAIL_GROUPS "fast", and
-// "hybrid"'s levels after its cluster's).
-extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_fast(const long long* __restrict__ rec, int first,
-                                                                        int count, int* __restrict__ cnt,
-                                                                        int* __restrict__ span)
-{
-    SetupFastBlock g;
-    mgs_tail_levels_body<false>(rec, first, count, cnt, span, g);
-}
-
-extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_fast_scatter(const long long* __restrict__ rec,
-                                                                                int first, int count,
-                                                                                int* __restrict__ cnt,
-                                                                                int* __restrict__ span)
-{
-    SetupFastBlock g;
-    mgs_tail_levels_body<true>(rec, first, count, cnt, span, g);
-}
-#endif
+#endif  // TAIL_CLUSTER
 
 // ---- A coarse level's last launches as one (sparse_pressure_workspace_levels.FUSE "1", off
 // by default): mgs_prolong_restrict, mgs_key_span and the next level's mgs_coarsen have no

@@ -320,8 +320,8 @@ def _tail(first, ws, rec):
 
 
 def _tail_groups(first, ws, rec, group, blocks):
-    """``_tail``'s twins of the block (``_KC``'s module): levels first … split − 1 on one cluster
-    of *blocks* (0: none), the rest by the fast block."""
+    """``_tail``'s twins of the block: levels first … split − 1 on one cluster of *blocks* (0: none;
+    ``_KC``'s module, compiled only when a cluster runs), the rest by the fast block (the plain module's)."""
     count = len(ws.caps)
     sizes = ws.sizes[:10 * count]
     name = "mgs_tail_levels_scatter" if _scatter() else "mgs_tail_levels"
@@ -331,8 +331,8 @@ def _tail_groups(first, ws, rec, group, blocks):
     elif blocks:
         while split < count and ws.caps[split - 1] - 1 > _CLUSTER_FROM:
             split += 1
-    kernels = _KC[blocks or 8]
     if split > first:
+        kernels = _KC[blocks]
         cluster = name.replace("mgs_tail_levels", "mgs_tail_levels_cluster")
         kernel = kernels.get(cluster)
         if blocks > 8 and id(kernel) not in _NON_PORTABLE:  # beyond the portable cluster size: allowed per kernel
@@ -343,7 +343,7 @@ def _tail_groups(first, ws, rec, group, blocks):
         kernels.launch_grid(cluster, (blocks,), (setup._TAIL_THREADS,),
                             (rec, np.int32(first), np.int32(split), sizes[:4 * count], sizes[4 * count:]))
     if split < count:
-        kernels.launch_grid(name.replace("mgs_tail_levels", "mgs_tail_levels_fast"), (1,), (_FAST_THREADS,),
+        setup._K.launch_grid(name.replace("mgs_tail_levels", "mgs_tail_levels_fast"), (1,), (_FAST_THREADS,),
                             (rec, np.int32(split), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
 
 

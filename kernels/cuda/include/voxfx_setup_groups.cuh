@@ -26,32 +26,14 @@ struct SetupBlock {  // the one-block tail as it was (its barriers where the hos
     }
 };
 
-#ifdef TAIL_CLUSTER  // the cluster's group: only in the module of the cluster kernels (-DTAIL_CLUSTER)
 #include "voxfx_reduce.cuh"  // warp_inclusive_scan (full warps: the tail's blocks are 1024 threads)
 // The hooks a threaded host harness replaces (tests/unit/test_cuda_sparse_setup_cluster_host.py):
 // a block's shared array, another block's int of it (distributed shared memory), the cluster's
-// barrier. Before sm_90 the cluster kernels are compiled but never launched
-// (sparse_pressure_workspace_levels.tail_group falls back to the block).
+// barrier (the last two below, with the cluster's group). Before sm_90 the cluster kernels are compiled but
+// never launched (sparse_pressure_workspace_levels.tail_group falls back to the fast block). The fast block is
+// in every module of flip_sparse_pressure_setup.cu (the default's), the cluster only with -DTAIL_CLUSTER.
 #ifndef SETUP_SHARED
 #define SETUP_SHARED(T, name, n) __shared__ T name[n]
-#endif
-#ifndef SETUP_CLUSTER_INT
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ int setup_cluster_int(const int* local, int rank)
-{
-    const unsigned at = (unsigned)__cvta_generic_to_shared(local);
-    unsigned remote;
-    int v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(at), "r"(rank));
-    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
-    return v;
-}
-#define SETUP_CLUSTER_INT(p, rank) setup_cluster_int(p, rank)
-#define SETUP_CLUSTER_BARRIER() asm volatile("barrier.cluster.arrive;\n\tbarrier.cluster.wait;" ::: "memory")
-#else
-#define SETUP_CLUSTER_INT(p, rank) (*(p))
-#define SETUP_CLUSTER_BARRIER() __syncthreads()
-#endif
 #endif
 
 // The block's inclusive scans of a and b (in place); ta, tb: the block's sums. sums: the block's
@@ -83,6 +65,59 @@ __device__ __forceinline__ void setup_block_inclusive2(int& a, int& b, int* sums
         b += sums[32 + warp - 1];
     }
 }
+
+// One block with SetupCluster's shortcuts (the _fast kernels: the small levels after a cluster's
+// level, or every level): no barrier between a pass and the scan of its flags, none at a level's
+// end, and the scans by warp shuffles — three barriers a chunk of blockDim.x items where
+// scan_range's Hillis–Steele steps take twenty at 1024 threads. A grid of one block.
+struct SetupFastBlock {
+    __device__ void sync() { __syncthreads(); }
+    __device__ void own() {}
+    __device__ void level_end() {}
+    __device__ void scan2(const int* __restrict__ a, const int* __restrict__ b, int n, int* __restrict__ oa,
+                          int* __restrict__ ob)
+    {
+        SETUP_SHARED(int, sums, 64);
+        int carry_a = 0, carry_b = 0;
+        for (int at = 0; at < n; at += (int)blockDim.x) {
+            const int i = at + (int)threadIdx.x;
+            int va = i < n ? a[i] : 0, vb = i < n && b ? b[i] : 0, ta, tb;
+            setup_block_inclusive2(va, vb, sums, ta, tb);
+            if (i < n) {
+                oa[i] = carry_a + va;
+                if (b) ob[i] = carry_b + vb;
+            }
+            carry_a += ta;
+            carry_b += tb;
+            __syncthreads();  // sums read above before the next chunk writes them
+        }
+    }
+    __device__ void scan(const int* __restrict__ a, int n, int* __restrict__ o) { scan2(a, nullptr, n, o, nullptr); }
+    __device__ void scan_rows(const int* __restrict__ flags, int n, int* __restrict__ o)
+    {
+        scan2(flags, flags + n, n, o, o + n);
+    }
+};
+
+#ifdef TAIL_CLUSTER  // the cluster's group: only in the module of the cluster kernels (-DTAIL_CLUSTER)
+#ifndef SETUP_CLUSTER_INT
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ int setup_cluster_int(const int* local, int rank)
+{
+    const unsigned at = (unsigned)__cvta_generic_to_shared(local);
+    unsigned remote;
+    int v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(at), "r"(rank));
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
+    return v;
+}
+#define SETUP_CLUSTER_INT(p, rank) setup_cluster_int(p, rank)
+#define SETUP_CLUSTER_BARRIER() asm volatile("barrier.cluster.arrive;\n\tbarrier.cluster.wait;" ::: "memory")
+#else
+#define SETUP_CLUSTER_INT(p, rank) (*(p))
+#define SETUP_CLUSTER_BARRIER() __syncthreads()
+#endif
+#endif
 
 struct SetupCluster {
     int slot = 0;  // which pair of block totals this chunk writes (read by the others after the barrier)
@@ -136,37 +171,5 @@ struct SetupCluster {
     }
 };
 
-// One block with SetupCluster's shortcuts (the _fast kernels: the small levels after a cluster's
-// level, or every level): no barrier between a pass and the scan of its flags, none at a level's
-// end, and the scans by warp shuffles — three barriers a chunk of blockDim.x items where
-// scan_range's Hillis–Steele steps take twenty at 1024 threads. A grid of one block.
-struct SetupFastBlock {
-    __device__ void sync() { __syncthreads(); }
-    __device__ void own() {}
-    __device__ void level_end() {}
-    __device__ void scan2(const int* __restrict__ a, const int* __restrict__ b, int n, int* __restrict__ oa,
-                          int* __restrict__ ob)
-    {
-        SETUP_SHARED(int, sums, 64);
-        int carry_a = 0, carry_b = 0;
-        for (int at = 0; at < n; at += (int)blockDim.x) {
-            const int i = at + (int)threadIdx.x;
-            int va = i < n ? a[i] : 0, vb = i < n && b ? b[i] : 0, ta, tb;
-            setup_block_inclusive2(va, vb, sums, ta, tb);
-            if (i < n) {
-                oa[i] = carry_a + va;
-                if (b) ob[i] = carry_b + vb;
-            }
-            carry_a += ta;
-            carry_b += tb;
-            __syncthreads();  // sums read above before the next chunk writes them
-        }
-    }
-    __device__ void scan(const int* __restrict__ a, int n, int* __restrict__ o) { scan2(a, nullptr, n, o, nullptr); }
-    __device__ void scan_rows(const int* __restrict__ flags, int n, int* __restrict__ o)
-    {
-        scan2(flags, flags + n, n, o, o + n);
-    }
-};
 #endif  // TAIL_CLUSTER
 #endif
