@@ -83,6 +83,13 @@ def main():
             return value
 
         with_kept = with_arrays
+    from voxfx.kernels.flip.sparse_topology_lean import address, pointer
+
+    try:
+        with_addresses = tuple(address(a.data.ptr) if isinstance(a, cp.ndarray) else b
+                               for a, b in zip(with_arrays, with_kept))
+    except Exception:  # no CScalar: the rows time the plain arguments
+        with_addresses = with_arrays
     rows = [
         ("slice a[i:j]", lambda: buf[256:4096]),
         ("slice + view(uint32)", lambda: buf[256:4096].view(cp.uint32)),
@@ -101,6 +108,10 @@ def main():
         ("Function launch, 25 args (arrays)", lambda: function((1,), (32,), with_arrays)),
         ("RawKernel launch, 25 args (MemoryPointers)", lambda: raw((1,), (32,), with_pointers)),
         ("RawKernel launch, 25 args (arrays, scalars as kept CScalars)", lambda: raw((1,), (32,), with_kept)),
+        ("RawKernel launch, 25 args (arrays as kept address CScalars, scalars kept)",
+         lambda: raw((1,), (32,), with_addresses)),
+        ("address of an array: a.data.ptr + a dict look-up (sparse_topology_lean.pointer)",
+         lambda: pointer(buf)),
         ("CScalar(np.int32) made", lambda: CScalar(i32(5))),
         ("flags.get() (5 uint64, a sync)", lambda: flags.get()),
         ("int(np.prod(count))", lambda: int(np.prod(5000))),

@@ -74,8 +74,8 @@ def read(grid, flags, host, index, out, on, thin=False):
     grid's update asking for the fused tables (``grid._ahead_marks``: the marks flag, set by
     ``SparseFlipGrid.update``), the copy behind an event, the tables queued (*index*: the grid's
     ``brick_index``, *out*: ``launch_fused_update``'s outputs, *on*: the kept scalars; *thin*:
-    ``sparse_topology_lean``'s way, one allocation and address arguments) and the wait on the event;
-    else ``flags.get``. Returns *host*."""
+    ``sparse_topology_lean``'s way, one allocation and address arguments; the words returned as a list of
+    Python integers) and the wait on the event; else ``flags.get``. Returns *host*."""
     grid._tables_ahead = None
     marks = getattr(grid, "_ahead_marks", None)
     cap = grid.capacity
@@ -85,7 +85,8 @@ def read(grid, flags, host, index, out, on, thin=False):
     import cupy as cp
 
     stream = cp.cuda.get_current_stream()
-    cp.cuda.runtime.memcpyAsync(host.ctypes.data, flags.data.ptr, 40, cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+    to = _host_address(grid, host) if thin else host.ctypes.data
+    cp.cuda.runtime.memcpyAsync(to, flags.data.ptr, 40, cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
     event = _event(grid)
     event.record(stream)
     count = grid.topology.count
@@ -93,11 +94,21 @@ def read(grid, flags, host, index, out, on, thin=False):
     arrays = queue(grid, flags, index, out, on, count, cap, slots, marks)
     counts["queued"] += 1
     event.synchronize()
-    missed, beyond, added, freed = (int(host[i]) for i in range(4))
+    words = host.tolist() if thin else host
+    missed, beyond, added, freed = (int(words[i]) for i in range(4))
     n_new, cap_new = sizes(count, cap, added, freed)
     if not (missed or beyond or (added == 0 and freed == 0) or cap_new > slots):
         grid._tables_ahead = {"topology": None, "capacity": cap_new, "marks": marks, "arrays": arrays}
-    return host
+    return words
+
+
+def _host_address(grid, host) -> int:
+    """*host*'s (the grid's kept page-locked words) address, kept with it on the grid (``ctypes.data`` makes a
+    ctypes object each call)."""
+    held = getattr(grid, "_flags_host_at", None)
+    if held is None or held[0] is not host:
+        held = grid._flags_host_at = (host, host.ctypes.data)
+    return held[1]
 
 
 def _queue(grid, flags, index, out, on, count: int, cap: int, slots: int, marks: bool) -> dict:
