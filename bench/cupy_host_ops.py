@@ -83,13 +83,16 @@ def main():
             return value
 
         with_kept = with_arrays
-    from voxfx.kernels.flip.sparse_topology_lean import address, pointer
+    addresses = {}  # a device address → its kept CScalar (a T* argument's bytes: helper s23e's way, not taken)
 
-    try:
-        with_addresses = tuple(address(a.data.ptr) if isinstance(a, cp.ndarray) else b
-                               for a, b in zip(with_arrays, with_kept))
-    except Exception:  # no CScalar: the rows time the plain arguments
-        with_addresses = with_arrays
+    def pointer(a):
+        value = a.data.ptr
+        hit = addresses.get(value)
+        if hit is None:
+            hit = addresses[value] = CScalar(np.uint64(value))
+        return hit
+
+    with_addresses = tuple(pointer(a) if isinstance(a, cp.ndarray) else b for a, b in zip(with_arrays, with_kept))
     rows = [
         ("slice a[i:j]", lambda: buf[256:4096]),
         ("slice + view(uint32)", lambda: buf[256:4096].view(cp.uint32)),
@@ -110,7 +113,7 @@ def main():
         ("RawKernel launch, 25 args (arrays, scalars as kept CScalars)", lambda: raw((1,), (32,), with_kept)),
         ("RawKernel launch, 25 args (arrays as kept address CScalars, scalars kept)",
          lambda: raw((1,), (32,), with_addresses)),
-        ("address of an array: a.data.ptr + a dict look-up (sparse_topology_lean.pointer)",
+        ("address of an array: a.data.ptr + a dict look-up",
          lambda: pointer(buf)),
         ("CScalar(np.int32) made", lambda: CScalar(i32(5))),
         ("flags.get() (5 uint64, a sync)", lambda: flags.get()),

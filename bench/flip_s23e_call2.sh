@@ -3,6 +3,8 @@
 # then the 8M row "0" against "1" in one process, both orders (the topology stage and the substep), --pace's step
 # blocks both orders, the stage bench's fine marks and cProfile of "1", CuPy's small operations' host cost.
 # Run from this tree's root (the copy under .cache/s23e); ≤ 200 s.
+# A record of call 2: the lean way (VOXFX_SPARSE_TOPOLOGY_LEAN, commit 4f63834) was removed after it (slower: the
+# tables' one allocation missed the memory pool), so this script no longer runs as is.
 OUT_DEFAULT=$OUT; . bench/_device_call.sh
 L=/tmp/s23e2; mkdir -p $L
 PY="python3 -m pytest -q -p no:cacheprovider -rfE"

@@ -106,14 +106,14 @@ def launch(grid, occupied, used, coords, margins, index, claimed, flags, work=No
 
 
 def launch_slots(grid, occupied, used, coords, nbr, margin, reach, speed2, index, claimed, flags, work=None,
-                 slices=None, made=None, p=None):
+                 slices=None, made=None):
     """``sparse_topology_gpu._margins`` and ``launch`` in one launch (``reach_slots``, the merged
     pipeline, ``VOXFX_SPARSE_TOPOLOGY_PIPELINE``): each slot's margin (*margin* for every brick
     without *reach*, else per brick from *speed2* over its 27 neighbours *nbr*, the largest |v|²
     bits into flags[4]), its class word and its walk over the brick *index*: the same margins,
     words, kept, claimed and flags. Returns (the class words, kept). *made*: (on, ``grid_args``) of
     ``sparse_topology_args`` where the caller has them (with on, *index* its ``index_args``): the scalars
-    made once. *p*: each array argument's form (``sparse_topology_lean.pointer``: its address), else as it is."""
+    made once."""
     cp = grid.xp
     cap = int(used.shape[0])
     f = slices or (None, flags[1:2], flags[2:3], None, flags[4:5])
@@ -127,12 +127,6 @@ def launch_slots(grid, occupied, used, coords, nbr, margin, reach, speed2, index
         per_brick = (args.i32(-1, on), np.float64(reach.dt), np.float64(reach.gdt), np.float64(reach.h),
                      args.i32(reach.base, on))
     limit = _I32(grid_limit(grid)) if limit is None else limit
-    if p is not None:  # the arrays as kept addresses (sparse_topology_lean)
-        REACH.launch("reach_slots", REACH_LANES * cap, (p(occupied), p(used), p(coords), args.i64(cap, on), p(speed2),
-                                                      p(nbr), *per_brick, limit, closed, *dims, p(index[0]),
-                                                      *index[1:], p(margins), p(words), p(kept), p(claimed), f[2],
-                                                      f[1], f[4]))
-        return words, kept
     REACH.launch("reach_slots", REACH_LANES * cap, (occupied, used, coords, args.i64(cap, on), speed2, nbr, *per_brick,
                                                   limit, closed, *dims, *index, margins, words, kept, claimed, f[2],
                                                   f[1], f[4]))

@@ -45,11 +45,11 @@ def same_key(a, b) -> bool:
             and all(x is y for x, y in zip(a[0], b[0])) and a[1] == b[1])
 
 
-def mark_occupied(pos, keys, slots, nk, index, occupied, missed, vel, speed2, code: int, on, made, n=None) -> None:
+def mark_occupied(pos, keys, slots, nk, index, occupied, missed, vel, speed2, code: int, on, made) -> None:
     """``sparse_topology_gpu._reach``'s first launch, made here too (``launch``): *nk* its key count and *index*
     ``index_args``' (made), *made* ``grid_args``', *missed* the flags' first word, *code* the speed maxima's
-    (0: no per-brick speeds); *n*: the particles, where *pos* is an address (``sparse_topology_lean``)."""
-    n = int(pos.shape[0]) if n is None else n
+    (0: no per-brick speeds)."""
+    n = int(pos.shape[0])
     (ox, oy, oz, _, inv_h), dims, closed, _ = made
     TOPOLOGY.launch("mark_occupied", n, (pos, topology_args.i64(n, on), ox, oy, oz, inv_h, closed, *dims, keys, slots,
                                         nk, *index, occupied, missed, vel, speed2, topology_args.i32(code, on)))

@@ -168,7 +168,6 @@ from ..settings import env_choice
 from . import sparse_reach
 from . import sparse_topology_ahead as topology_ahead
 from . import sparse_topology_args as topology_args
-from . import sparse_topology_lean as topology_lean
 from . import sparse_topology_tables_ahead as tables_ahead
 from .sparse_gpu import _I32, _I64, _NO_INDEX, CELLS, KERNELS, _dims, _frame, available, brick_index
 from .sparse_topology_update import (  # noqa: F401  (the update's names, re-exported: tests and benches use them here)
@@ -247,13 +246,13 @@ def _margins(grid, margin, reach, used, nbr, cap, speed2, out=None, most=None):
     return out
 
 
-def _reach_work(grid, margin, reach, entries: int, classes: bool = False, ways=None, thin=False):
+def _reach_work(grid, margin, reach, entries: int, classes: bool = False, ways=None):
     """``_reach``'s scratch for the fused update, zeroed in one allocation: occupied, flags,
     speed2, the masks (with *classes* one word a slot), kept, claimed (*entries* words), and
     the margins and a stand-in velocity. ``scratch_mode()`` kept: the grid's last one, zeroed
     again, while its sizes are these; with ``room_mode()`` on too, while it has room for them
     (made for ``room`` slots: a growing pool reuses it). *ways*: (``scratch_mode()``,
-    ``room_mode()``) where the caller has read them; *thin*: zeroed by ``sparse_topology_lean.zero``."""
+    ``room_mode()``) where the caller has read them."""
     cap = grid.capacity
     scratch, roomy = ways or (scratch_mode(), room_mode())
     words = 1 if classes else -(-(2 * reach_radius(margin) + 1) ** 3 // 32)
@@ -262,7 +261,7 @@ def _reach_work(grid, margin, reach, entries: int, classes: bool = False, ways=N
     if roomy == "on":  # its own attribute: an A/B alternating with off keeps both
         kept = getattr(grid, "_reach_room", None)
         if kept is not None and kept[0][0] >= cap and kept[0][1:] == (words, reach is not None, entries):
-            topology_lean.zero(kept[1]) if thin else kept[1].fill(0)  # one memset over the allocation
+            kept[1].fill(0)  # one memset over the allocation
             return kept[2]
         key = (room(cap), words, reach is not None, entries)
     else:
@@ -285,7 +284,7 @@ def _work_parts(cap: int, words: int, reach, entries: int) -> dict:
 
 
 def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, claimed=None, reach=None, work=None,
-           classes=False, merged=False, on=None, marked=False, thin=False):
+           classes=False, merged=False, on=None, marked=False):
     """The marking pipeline (module notes) on the bricks *keys* in *slots* (*used*,
     *coords*, *nbr*: per slot; *index*: their ``brick_index``): the reach masks per slot
     (``reach_radius(margin)``'s words each), the flags [missed, beyond, added, freed, the
@@ -302,7 +301,7 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     (``sparse_reach.launch_slots``), and with *work* no ``count_unkept`` (``launch_fused_update``
     counts the freed slots). *on*: ``sparse_topology_args.kept()`` where the caller has read it (the
     launches' scalars made once: that module's notes). *marked*: ``mark_occupied`` queued into *work* already
-    (``sparse_topology_ahead``). *thin*: the merged launches' arrays as addresses (``sparse_topology_lean``)."""
+    (``sparse_topology_ahead``)."""
     cp = grid.xp
     cap = int(used.shape[0])
     radius = reach_radius(margin)
@@ -317,14 +316,12 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
     f = topology_args.flag_words(flags)
     speed2 = w["speed2"] if work else cp.zeros(cap if reach is not None else 1, cp.uint32)
     vel = reach.vel if reach is not None else w["vel"] if work else cp.zeros(1, cp.float32)
-    p = topology_lean.pointer if thin and classes and merged else _same
     if not marked:  # else queued ahead of the step's speed read into *work* (sparse_topology_ahead)
-        topology_ahead.mark_occupied(p(pos), p(keys), p(slots), nk, (p(index[0]), *index[1:]), p(occupied), f[0],
-                                     p(vel), p(speed2), SPEED_CODES[speed_max_mode()] if reach is not None else 0,
-                                     on, made[1], int(pos.shape[0]))
+        topology_ahead.mark_occupied(pos, keys, slots, nk, index, occupied, f[0], vel, speed2,
+                                     SPEED_CODES[speed_max_mode()] if reach is not None else 0, on, made[1])
     if classes and merged:  # steps 1b, 2 and 4 in one launch; the fused update's counts make freed
         words, kept = sparse_reach.launch_slots(grid, occupied, used, coords, nbr, margin, reach, speed2, index,
-                                                claimed, flags, work, f, made, None if p is _same else p)
+                                                claimed, flags, work, f, made)
         if work is None:
             TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
         return (words, None), flags, kept
@@ -350,11 +347,6 @@ def _reach(grid, pos, margin, keys, slots, used, coords, nbr, compare, index, cl
                                                         *index, kept, f[2], f[1]))
         TOPOLOGY.launch("count_unkept", cap, (used, kept, _I64(cap), f[3]))
     return (mask, radius), flags, kept
-
-
-def _same(a):
-    """*a* as it is (``_reach``'s arguments when not thin)."""
-    return a
 
 
 def _serves(reach) -> bool:
@@ -439,15 +431,14 @@ def incremental_keys(grid, pos, margin, prebuilt: bool = False, reach=None):
         ways = (scratch_mode(), room_mode()) if table and mode == "fused" else None  # read once a pipeline
         merged = classes and pipeline_mode() == "merged"
         on = topology_args.kept()  # the launches' scalars made once (read once a pipeline)
-        thin = topology_lean.lean(on)  # VOXFX_SPARSE_TOPOLOGY_LEAN (read once a pipeline)
         ahead = topology_ahead.take(grid, pos, reach, index, entries, ways, on, merged)  # marked ahead: its work
-        work = ahead or (_reach_work(grid, margin, reach, entries, classes, ways, thin) if ways else None)
+        work = ahead or (_reach_work(grid, margin, reach, entries, classes, ways) if ways else None)
         claimed = (work["claimed"] if work else grid.xp.zeros(entries, grid.xp.uint32)) if table else None
         mask, flags, kept = _reach(grid, pos, margin, t.keys, t.slots, grid.brick_slot, grid.slot_coords,
                                    grid.brick_nbr, True, index, claimed, reach, work, classes, merged, on,
-                                   ahead is not None, thin)
-        fused = launch_fused_update(grid, index, work, merged, ways, on, thin) if work else None  # before the read
-        read = (tables_ahead.read(grid, flags, topology_args.flags_host(grid), index, fused, on, thin)
+                                   ahead is not None)
+        fused = launch_fused_update(grid, index, work, merged, ways, on) if work else None  # queued before the read
+        read = (tables_ahead.read(grid, flags, topology_args.flags_host(grid), index, fused, on)
                 if merged and fused is not None
                 else flags.get(out=topology_args.flags_host(grid)) if merged else flags.get())  # the one host sync
         missed, beyond, added, freed, most = (int(f) for f in read)

@@ -34,7 +34,6 @@ import numpy as np
 from ..grid.launch import Kernels
 from ..settings import env_choice
 from . import sparse_topology_args as topology_args
-from . import sparse_topology_lean as topology_lean
 from .particles import THREADS
 from .sparse_gpu import CELLS
 from .sparse_topology_update import room
@@ -69,13 +68,12 @@ def _event(grid):
     return event
 
 
-def read(grid, flags, host, index, out, on, thin=False):
+def read(grid, flags, host, index, out, on):
     """The merged pipeline's flags read into *host* (page-locked words): with ``mode()`` "1" and the
     grid's update asking for the fused tables (``grid._ahead_marks``: the marks flag, set by
     ``SparseFlipGrid.update``), the copy behind an event, the tables queued (*index*: the grid's
-    ``brick_index``, *out*: ``launch_fused_update``'s outputs, *on*: the kept scalars; *thin*:
-    ``sparse_topology_lean``'s way, one allocation and address arguments; the words returned as a list of
-    Python integers) and the wait on the event; else ``flags.get``. Returns *host*."""
+    ``brick_index``, *out*: ``launch_fused_update``'s outputs, *on*: the kept scalars) and the wait on the
+    event; else ``flags.get``. Returns *host*."""
     grid._tables_ahead = None
     marks = getattr(grid, "_ahead_marks", None)
     cap = grid.capacity
@@ -85,30 +83,18 @@ def read(grid, flags, host, index, out, on, thin=False):
     import cupy as cp
 
     stream = cp.cuda.get_current_stream()
-    to = _host_address(grid, host) if thin else host.ctypes.data
-    cp.cuda.runtime.memcpyAsync(to, flags.data.ptr, 40, cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+    cp.cuda.runtime.memcpyAsync(host.ctypes.data, flags.data.ptr, 40, cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
     event = _event(grid)
     event.record(stream)
     count = grid.topology.count
-    queue = _queue_thin if thin else _queue
-    arrays = queue(grid, flags, index, out, on, count, cap, slots, marks)
+    arrays = _queue(grid, flags, index, out, on, count, cap, slots, marks)
     counts["queued"] += 1
     event.synchronize()
-    words = host.tolist() if thin else host
-    missed, beyond, added, freed = (int(words[i]) for i in range(4))
+    missed, beyond, added, freed = (int(host[i]) for i in range(4))
     n_new, cap_new = sizes(count, cap, added, freed)
     if not (missed or beyond or (added == 0 and freed == 0) or cap_new > slots):
         grid._tables_ahead = {"topology": None, "capacity": cap_new, "marks": marks, "arrays": arrays}
-    return words
-
-
-def _host_address(grid, host) -> int:
-    """*host*'s (the grid's kept page-locked words) address, kept with it on the grid (``ctypes.data`` makes a
-    ctypes object each call)."""
-    held = getattr(grid, "_flags_host_at", None)
-    if held is None or held[0] is not host:
-        held = grid._flags_host_at = (host, host.ctypes.data)
-    return held[1]
+    return host
 
 
 def _queue(grid, flags, index, out, on, count: int, cap: int, slots: int, marks: bool) -> dict:
@@ -135,57 +121,6 @@ def _queue(grid, flags, index, out, on, count: int, cap: int, slots: int, marks:
     return a
 
 
-def _queue_thin(grid, flags, index, out, on, count: int, cap: int, slots: int, marks: bool) -> dict:
-    """``_queue`` with ``sparse_topology_lean``'s way: the arrays' parts carved out of one allocation at its
-    size class (no view made), the launches' arrays as kept address scalars; ``take`` makes the views."""
-    size, at = _thin_layout(grid, slots)
-    base = grid.xp.empty(size, np.uint8)
-    p, channels = _thin_addresses(base.data.ptr, slots, marks, at, grid)
-    i64, ptr = topology_args.i64, topology_lean.pointer
-    n_old, c_old, room_slots = i64(count, on), i64(cap, on), i64(slots, on)
-    new_index = topology_args.index_args(grid, (ptr(out["index"]), *index[1:]), on)
-    used, flag = ptr(out["used"]), ptr(flags)
-    AHEAD.launch("topology_slot_tables_ahead", 54 * slots,
-                 (flag, ptr(out["keys"]), ptr(out["slots"]), n_old, *new_index, used, c_old, room_slots, p["coords"],
-                  p["nbr27"]))
-    _, dims, closed, _ = topology_args.grid_args(grid, on)
-    AHEAD.launch("topology_cell_tables_ahead", slots * CELLS,
-                 (flag, n_old, c_old, room_slots, p["nbr27"], used, p["coords"], closed, *dims, p["nbr"],
-                  topology_args.i32(marks, on), *channels))
-    return {"base": base, "at": at}
-
-
-_thin_kept: dict = {}  # _thin_layout's and _thin_addresses' (bounded)
-
-
-def _thin_layout(grid, slots: int) -> tuple:
-    """``sparse_topology_lean.layout`` of the tables for *slots* slots: coords, nbr27, nbr, then the marks."""
-    key = ("layout", slots, type(grid))
-    hit = _thin_kept.get(key)
-    if hit is None:
-        cells = slots * CELLS
-        parts = {"coords": (np.int32, 3 * slots), "nbr27": (np.int32, 27 * slots), "nbr": (np.int32, 6 * cells)}
-        parts.update({name: (np.uint8, cells) for name in (*grid.EXISTS, "wall", "solid")})
-        parts.update({"solid_" + name: (np.float32, cells) for name in grid.FACES})
-        hit = _thin_kept[key] = topology_lean.layout(parts)
-    return hit
-
-
-def _thin_addresses(start: int, slots: int, marks: bool, at: dict, grid) -> tuple:
-    """({part: its kept address scalar}, the cell kernel's eight channel arguments) of the tables' allocation
-    at *start* (the pool hands back the same few blocks: kept by address)."""
-    key = (start, slots, marks, type(grid))
-    hit = _thin_kept.get(key)
-    if hit is None:
-        if len(_thin_kept) >= 64:
-            _thin_kept.clear()
-        p = {name: topology_lean.address(start + place[0]) for name, place in at.items()}
-        names = [*grid.EXISTS, "wall", "solid", *("solid_" + n for n in grid.FACES)]
-        channels = [p[n] for n in names] if marks else [p["nbr"]] * 5 + [p["coords"]] * 3  # unused without marks
-        hit = _thin_kept[key] = (p, channels)
-    return hit
-
-
 def bind(grid, topology) -> None:
     """The pending tables (``read``'s) belong to *topology*, the fused update's new one."""
     pending = getattr(grid, "_tables_ahead", None)
@@ -210,22 +145,8 @@ def take(grid, marks: bool) -> bool:
     if pending["topology"] is not grid.topology or pending["capacity"] != cap or pending["marks"] != marks:
         return False
     a = pending["arrays"]
-    cells = cap * CELLS
-    if "base" in a:  # _queue_thin's: one allocation, the views made here
-        base, at = a["base"], a["at"]
-        view, data = type(base), base.data
-        grid.slot_coords = view((cap, 3), np.int32, memptr=data + at["coords"][0])
-        grid.brick_nbr = view((cap, 27), np.int32, memptr=data + at["nbr27"][0])
-        grid.nbr = view((6, cells), np.int32, memptr=data + at["nbr"][0])
-        if marks:
-            channels = grid.channels
-            for name in (*grid.EXISTS, "wall", "solid"):
-                channels[name][0] = view(cells, np.uint8, memptr=data + at[name][0])
-            for name in grid.FACES:
-                channels["solid_" + name][0] = view(cells, np.float32, memptr=data + at["solid_" + name][0])
-        counts["taken"] += 1
-        return True
     view = type(a["nbr"])  # cupy.ndarray over the allocation's memory
+    cells = cap * CELLS
     grid.slot_coords = view((cap, 3), np.int32, memptr=a["coords"].data)
     grid.brick_nbr = view((cap, 27), np.int32, memptr=a["nbr27"].data)
     grid.nbr = view((6, cells), np.int32, memptr=a["nbr"].data)

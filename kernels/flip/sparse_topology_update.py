@@ -14,7 +14,6 @@ from ..grid.launch import Kernels
 from ..grid.sparse_mac import carve, carve_buffer, segment
 from ..settings import env_choice
 from . import sparse_topology_args as topology_args
-from . import sparse_topology_lean as topology_lean
 from .particles import THREADS
 from .sparse_gpu import _I32, _I64, brick_index
 
@@ -204,14 +203,13 @@ def update_topology_table(grid, claimed, kept, n_add: int, freed_count: int):
     return topo, fresh, freed
 
 
-def launch_fused_update(grid, index, work, count_freed: bool = False, ways=None, on=None, thin=False):
+def launch_fused_update(grid, index, work, count_freed: bool = False, ways=None, on=None):
     """Queue the fused table update (module notes) of the current topology to the bricks
     ``_reach`` marked in *work* (``_reach_work``'s, *index* the grid's ``brick_index``), before
     the flags are read: returns its outputs, each sized for the most it can hold. *count_freed*
     (the merged pipeline, which launched no ``count_unkept``): ``topology_fused_counts`` adds
     the freed slots to the flags' freed count. *ways*: (``scratch_mode()``, ``room_mode()``) where
-    the caller has read them; *on*: ``sparse_topology_args.kept()`` likewise (the scalars made once); *thin*: the
-    arrays as kept addresses (``sparse_topology_lean``)."""
+    the caller has read them; *on*: ``sparse_topology_args.kept()`` likewise (the scalars made once)."""
     cp = grid.xp
     t = grid.topology
     cap = grid.capacity
@@ -228,10 +226,6 @@ def launch_fused_update(grid, index, work, count_freed: bool = False, ways=None,
     flags, kept, claimed = work["flags"], work["kept"], work["claimed"]
     i64 = topology_args.i64
     n_cap, n_tiles, n_pool = i64(cap, on), i64(tiles, on), i64(pool_tiles, on)
-    if thin:
-        _launch_thin(grid, index, out, flags, kept, claimed, (n_cap, n_tiles, n_pool, tiles, pool_tiles, entry_tiles),
-                     entries, count_freed, on)
-        return out
     FUSED.launch_grid("topology_fused_counts", (tiles,), (THREADS,),
                       (flags, grid.brick_slot, kept, n_cap, index[0], claimed, i64(entries, on), n_pool, n_tiles,
                        out["totals"], flags.data + 24 if count_freed else _NULL))
@@ -243,25 +237,6 @@ def launch_fused_update(grid, index, work, count_freed: bool = False, ways=None,
                        out["totals"], n_pool, n_tiles, out["pool"], out["keys"], out["slots"], out["fresh"],
                        out["index"], out["used"], out["refill"]))
     return out
-
-
-def _launch_thin(grid, index, out, flags, kept, claimed, sizes, entries: int, count_freed: bool, on) -> None:
-    """``launch_fused_update``'s three launches with every array a kept address (``sparse_topology_lean``)."""
-    p, i64 = topology_lean.pointer, topology_args.i64
-    n_cap, n_tiles, n_pool, tiles, pool_tiles, entry_tiles = sizes
-    flag, used, keep, claim = p(flags), p(grid.brick_slot), p(kept), p(claimed)
-    totals, pool, freed, new_used, refill = p(out["totals"]), p(out["pool"]), p(out["freed"]), p(out["used"]), p(
-        out["refill"])
-    index = topology_args.index_args(grid, index, on)
-    FUSED.launch_grid("topology_fused_counts", (tiles,), (THREADS,),
-                      (flag, used, keep, n_cap, p(index[0]), claim, i64(entries, on), n_pool, n_tiles, totals,
-                       topology_lean.address(flags.data.ptr + 24 if count_freed else 0)))
-    FUSED.launch_grid("topology_fused_pool", (max(pool_tiles, 1),), (THREADS,),
-                      (flag, used, keep, n_cap, totals, n_tiles, pool, freed, new_used, refill))
-    FUSED.launch_grid("topology_fused_place", (max(entry_tiles, 1),), (THREADS,),
-                      (flag, p(index[0]), *index[1:], keep, claim, n_cap, i64(grid.topology.count, on), totals, n_pool,
-                       n_tiles, pool, p(out["keys"]), p(out["slots"]), p(out["fresh"]), p(out["index"]), new_used,
-                       refill))
 
 
 def update_topology_fused(grid, index, out, n_add: int, freed_count: int):

@@ -12,7 +12,7 @@ from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, spar
                                 sparse_pressure_scan, sparse_pressure_scatter_ahead, sparse_pressure_setup,
                                 sparse_pressure_solve_ahead, sparse_pressure_workspace_levels, sparse_scatter,
                                 sparse_topology_ahead, sparse_topology_gpu, sparse_topology_tables,
-                                sparse_topology_lean, sparse_topology_tables_ahead,
+                                sparse_topology_tables_ahead,
                                 sparse_topology_update, sparse_transfer,
                                 surface_gpu, surface_host_copy, surface_place, transfer)
 
@@ -50,7 +50,6 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_topology_tables.tables_mode, "VOXFX_SPARSE_TOPOLOGY_TABLES", sparse_topology_tables.TABLES, "fused"),
     (sparse_topology_ahead.ahead_mode, "VOXFX_SPARSE_OCCUPIED_AHEAD", sparse_topology_ahead.AHEAD_MODES, "1"),
     (sparse_topology_tables_ahead.mode, "VOXFX_SPARSE_TABLES_AHEAD", sparse_topology_tables_ahead.MODES, "1"),
-    (sparse_topology_lean.mode, "VOXFX_SPARSE_TOPOLOGY_LEAN", sparse_topology_lean.MODES, "0"),
     (sparse_grid.margin_mode, "VOXFX_SPARSE_MARGIN", sparse_grid.MARGIN_MODES, "brick"),
     (sparse_transfer.p2g_tail, "VOXFX_SPARSE_P2G_TAIL", sparse_transfer.P2G_TAILS, "live"),
     (sparse_pressure_cells.brick_links, "VOXFX_SPARSE_LABEL_BRICK_LINKS", sparse_pressure_cells.BRICK_LINKS, "local"),
