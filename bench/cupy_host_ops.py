@@ -83,6 +83,16 @@ def main():
             return value
 
         with_kept = with_arrays
+    addresses = {}  # a device address → its kept CScalar (a T* argument's bytes: helper s23e's way, not taken)
+
+    def pointer(a):
+        value = a.data.ptr
+        hit = addresses.get(value)
+        if hit is None:
+            hit = addresses[value] = CScalar(np.uint64(value))
+        return hit
+
+    with_addresses = tuple(pointer(a) if isinstance(a, cp.ndarray) else b for a, b in zip(with_arrays, with_kept))
     rows = [
         ("slice a[i:j]", lambda: buf[256:4096]),
         ("slice + view(uint32)", lambda: buf[256:4096].view(cp.uint32)),
@@ -101,6 +111,10 @@ def main():
         ("Function launch, 25 args (arrays)", lambda: function((1,), (32,), with_arrays)),
         ("RawKernel launch, 25 args (MemoryPointers)", lambda: raw((1,), (32,), with_pointers)),
         ("RawKernel launch, 25 args (arrays, scalars as kept CScalars)", lambda: raw((1,), (32,), with_kept)),
+        ("RawKernel launch, 25 args (arrays as kept address CScalars, scalars kept)",
+         lambda: raw((1,), (32,), with_addresses)),
+        ("address of an array: a.data.ptr + a dict look-up",
+         lambda: pointer(buf)),
         ("CScalar(np.int32) made", lambda: CScalar(i32(5))),
         ("flags.get() (5 uint64, a sync)", lambda: flags.get()),
         ("int(np.prod(count))", lambda: int(np.prod(5000))),

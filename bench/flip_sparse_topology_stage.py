@@ -81,8 +81,8 @@ class Timeline:
         self.marks, self.launches, self.tracing = [], [], tracing
 
 
-def instrument(cp, tl):
-    """Wrap the stage's calls and the launches; returns the undo."""
+def instrument(cp, tl, fine=False):
+    """Wrap the stage's calls and the launches (*fine*: more marks); returns the undo."""
     saved = []
 
     def wrap(owner, attr, before=None, after=None):
@@ -106,6 +106,20 @@ def instrument(cp, tl):
     wrap(topo_gpu, "incremental_keys", None, "keys")
     wrap(SparseMacGrid, "retopologize", "retopologize in", "retopologize out")
     wrap(topo_tables, "fused_tables", "tables in", "tables out")
+    if fine:  # --fine: the pieces between (host gaps, ``report``'s mark-to-mark table)
+        from voxfx.kernels.flip import sparse_reach
+        from voxfx.kernels.flip import sparse_topology_ahead as topo_ahead
+        from voxfx.kernels.flip import sparse_topology_tables_ahead as tables_ahead
+
+        wrap(topo_gpu, "brick_index", None, "index")
+        wrap(topo_ahead, "take", None, "ahead taken")
+        wrap(topo_gpu, "_reach_work", None, "work")
+        wrap(topo_ahead, "mark_occupied", None, "marked")
+        wrap(sparse_reach, "launch_slots", None, "slots")
+        wrap(tables_ahead, "read", "read in", "read out")
+        wrap(tables_ahead, "_queue", "queue in", "queue out")
+        wrap(topo_gpu, "update_topology_fused", None, "sliced")
+        wrap(tables_ahead, "take", None, "taken")
     launch0, grid0 = Kernels.launch, Kernels.launch_grid
 
     def traced(call, name, *a, **k):
@@ -129,7 +143,7 @@ def instrument(cp, tl):
     Kernels.launch, Kernels.launch_grid = launch, launch_grid
 
     def undo():
-        for owner, attr, original in saved:
+        for owner, attr, original in reversed(saved):  # a twice-wrapped call back to its original
             setattr(owner, attr, original)
         Kernels.launch, Kernels.launch_grid = launch0, grid0
     return undo
@@ -191,6 +205,8 @@ def analyse(cp, tl, hook, cap0, cap1, changed):
         row["retopologize host"] = (last["retopologize out"][0] - first["retopologize in"][0]) * 1e6
     if "tables in" in first:
         row["tables host"] = (last["tables out"][0] - first["tables in"][0]) * 1e6
+    seq = [(name, h) for name, h, _ in marks]
+    row["gaps"] = [(a[0] + " > " + b[0], (b[1] - a[1]) * 1e6) for a, b in zip(seq, seq[1:])]
     if tl.tracing:
         ks = [(n, h, cp.cuda.get_elapsed_time(a, b) * 1e3) for n, h, a, b in tl.launches]
         row["kernels"] = ks
@@ -217,6 +233,14 @@ def report(rows, label):
             continue
         med = {c: float(np.median([r[c] for r in part if c in r])) for c in cols[3:] if any(c in r for r in part)}
         print(f"median µs, {title} ({len(part)}): " + ", ".join(f"{c} {v:.0f}" for c, v in med.items()))
+    gaps = defaultdict(list)
+    changed = [r for r in rows if r["changed"] and not r["grown"] and "kernels" not in r]  # untraced
+    for r in changed:
+        for k, (name, us) in enumerate(r["gaps"]):
+            gaps[(k, name)].append(us)
+    if changed:
+        print(f"host gaps mark to mark, changed substeps, pool kept ({len(changed)}): median µs (count)")
+        print("; ".join(f"{name} {np.median(v):.1f} ({len(v)})" for (_, name), v in sorted(gaps.items())))
     per = defaultdict(list)
     host = defaultdict(list)
     count = defaultdict(int)
@@ -255,6 +279,11 @@ def profile(sim, tl, ev, sub, way, steps):
     print("own µs a substep | calls a substep | own µs a call | function")
     for tt, nc, name in rows[:45]:
         print(f"{tt / steps * 1e6:.1f} | {nc / steps:.1f} | {tt / nc * 1e6:.2f} | {name}")
+    cum = sorted(((ct, nc, f"{Path(file).name}:{line}({name})")
+                  for (file, line, name), (_, nc, _, ct, _) in stats.items() if line), reverse=True)
+    print("cumulative µs a substep | calls a substep | function (Python functions)")
+    for ct, nc, name in cum[:40]:
+        print(f"{ct / steps * 1e6:.1f} | {nc / steps:.1f} | {name}")
 
 
 def main():
@@ -264,6 +293,7 @@ def main():
     ap.add_argument("--warm", type=int, default=3)
     ap.add_argument("--ab", nargs="+", action="append", default=None, metavar="NAME=VALUE")
     ap.add_argument("--profile", type=int, default=0, metavar="N")
+    ap.add_argument("--fine", action="store_true", help="more marks inside the stage (the host's pieces)")
     ap.add_argument("--kept-channels", action="store_true", help="the time-centred substep's six kept channels")
     args = ap.parse_args()
     import cupy as cp
@@ -280,7 +310,7 @@ def main():
     sub = [cp.cuda.Event() for _ in range(6)]
     tl = Timeline(cp)
     hook = memory_hook(cp, tl)
-    undo = instrument(cp, tl)
+    undo = instrument(cp, tl, args.fine)
     rows = {w: [] for w in range(len(ways))}
     try:
         for i in range(args.warm + args.steps):
