@@ -1,0 +1,139 @@
+"""How fast this process's host is, core by core (issue 24: the same 8M row reads 5.0 ms in one process and
+6.3–6.9 in another; every host-paced piece follows the host). One process moves its main thread to each CPU
+in turn (``os.sched_setaffinity``) and on each times, best of three runs, the host µs of: a tiny RawKernel
+launch of 25 arguments (as ``bench/cupy_host_ops.py``), a CuPy elementwise op on 4,000 floats (``a + b``
+into a kept output) and a pure-Python loop (no CuPy: the interpreter's speed on that core). The process's own
+affinity ("start") is timed first and last. Each row names the CPU, its MHz (/proc/cpuinfo) and
+the steal jiffies the run saw (/proc/stat); the first lines name the process: PID, Python, the CPUs it
+may use, its migrations and context switches.
+
+    python3 bench/host_pace.py [--cpus 0 1 ...] [--calls 500] [--after SCRIPT ARGS...]
+
+``--after`` runs SCRIPT (e.g. ``bench/flip_sparse.py --row 8m ...``) in this process first, then times
+this process's host as above (``--cpus`` with no CPU: only as it runs): a row's numbers and its process's
+host speed side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+import timeit
+
+import numpy as np
+
+SOURCE = r"""
+extern "C" __global__ void nothing(const unsigned char* a, long long n, float x, float y, float z, float h,
+                                   int c, int nx, int ny, int nz, const long long* keys, const int* slots,
+                                   long long nk, const int* index, int lx, int ly, int lz, int dx, int dy, int dz,
+                                   unsigned char* out, unsigned long long* flag, const float* vel,
+                                   unsigned int* speed2, int mode)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0 && n < 0) flag[0] = 1ULL;
+}
+"""
+
+
+def steal() -> int:
+    """The machine's steal jiffies so far (/proc/stat's 'cpu' line, 8th number)."""
+    with open("/proc/stat") as f:
+        return int(f.readline().split()[8])
+
+
+def on_cpu() -> int:
+    """The CPU this thread last ran on (/proc/thread-self/stat's 39th field)."""
+    with open("/proc/thread-self/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[36])
+
+
+def mhz() -> dict[int, float]:
+    """Each CPU's MHz as /proc/cpuinfo reads now."""
+    out, cpu = {}, None
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("processor"):
+                cpu = int(line.split(":")[1])
+            elif line.startswith("cpu MHz") and cpu is not None:
+                out[cpu] = float(line.split(":")[1])
+    return out
+
+
+def sched() -> str:
+    """This process's migrations and context switches (/proc/self/sched, /proc/self/status)."""
+    keys = {}
+    try:
+        with open("/proc/self/sched") as f:
+            for line in f:
+                if "nr_migrations" in line or "nr_involuntary" in line or "nr_voluntary" in line:
+                    name, value = line.split(":")
+                    keys[name.strip().split(".")[-1]] = value.strip()
+    except OSError:
+        pass
+    return ", ".join(f"{k} {v}" for k, v in keys.items()) or "no /proc/self/sched"
+
+
+def python_loop():
+    """A fixed piece of interpreter work: dict and list traffic as the substep's Python does."""
+    d = {}
+    for i in range(200):
+        d[i & 31] = d.get(i & 31, 0) + i
+    return sum(d.values())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cpus", type=int, nargs="*", default=None, help="the CPUs to visit (default: all allowed)")
+    ap.add_argument("--calls", type=int, default=500)
+    ap.add_argument("--after", nargs=argparse.REMAINDER, default=None, help="a script and its arguments run first")
+    args = ap.parse_args()
+    if args.after:
+        sys.argv = list(args.after)
+        runpy.run_path(args.after[0], run_name="__main__")
+        print(f"after {' '.join(args.after)}: on CPU {on_cpu()}; " + sched(), flush=True)
+    import cupy as cp
+
+    start = os.sched_getaffinity(0)
+    cpus = sorted(start) if args.cpus is None else args.cpus
+    print(f"pid {os.getpid()}, Python {sys.version.split()[0]} {sys.executable} flags {sys.flags.optimize}"
+          f"/{sys.flags.dev_mode}, hash seed {os.environ.get('PYTHONHASHSEED', 'random')}, CuPy {cp.__version__}, "
+          f"allowed CPUs {min(start)}-{max(start)} ({len(start)}), on CPU {on_cpu()}")
+    stream = cp.cuda.get_current_stream()
+    raw = cp.RawModule(code=SOURCE).get_function("nothing")
+    buf = cp.zeros(1 << 16, cp.uint8)
+    small = cp.arange(4000, dtype=cp.int32)
+    flags = cp.zeros(5, cp.uint64)
+    f32, i32, i64 = np.float32, np.int32, np.int64
+    launch_args = (buf, i64(5), f32(0), f32(0), f32(0), f32(1), i32(1), i32(64), i32(64), i32(64), small, small,
+                   i64(4), small, i32(-1), i32(-1), i32(-1), i32(10), i32(10), i32(10), buf, flags,
+                   buf.view(cp.float32), buf.view(cp.uint32), i32(2))
+    a = cp.ones(4000, cp.float32)
+    b = cp.ones(4000, cp.float32)
+    c = cp.empty_like(a)
+
+    def us(fn, number):
+        fn()
+        best = float("inf")
+        for _ in range(3):
+            stream.synchronize()
+            best = min(best, timeit.timeit(fn, number=number) / number)
+        stream.synchronize()
+        return best * 1e6
+
+    rows = [("launch", lambda: raw((1,), (32,), launch_args), args.calls),
+            ("a + b", lambda: cp.add(a, b, out=c), args.calls),
+            ("Python loop", python_loop, args.calls // 5)]
+    print("cpu | MHz | " + " | ".join(f"{name} µs" for name, _, _ in rows) + " | steal jiffies | ran on")
+    for cpu in ["start"] + cpus + ["start"]:
+        os.sched_setaffinity(0, start if cpu == "start" else {cpu})
+        s0 = steal()
+        times = [us(fn, n) for _, fn, n in rows]
+        where = on_cpu()
+        print(f"{cpu} | {mhz().get(where, 0):.0f} | " + " | ".join(f"{t:.2f}" for t in times)
+              + f" | {steal() - s0} | {where}", flush=True)
+    print("sched: " + sched())
+
+
+if __name__ == "__main__":
+    main()
