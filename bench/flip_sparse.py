@@ -139,6 +139,7 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
+from voxfx.kernels import cpu_affinity  # noqa: E402
 from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu, sparse_pressure, sparse_topology_gpu, sparse_transfer, surface_gpu, transfer  # noqa: E402,E501
 from voxfx.kernels.flip.grid import TIMINGS, FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -246,6 +247,8 @@ def run(n, particles, steps, warm, sparse, max_cg=None, kind="dam", trace=None, 
     sim = FlipSimulation(spec, settings, v, t, xp=cp, sparse=sparse)
     cp.cuda.Device().synchronize()
     setup = time.perf_counter() - start
+    if cpu_affinity.affinity_mode() != "off":  # VOXFX_CPU_AFFINITY: the main thread placed after the set-up
+        print(cpu_affinity.place(cp), flush=True)
     dt = 1 / 120
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]
@@ -281,6 +284,8 @@ def run_ab(n, particles, steps, warm, ways, kind="dam"):
 
     spec, v, t = scene(n, particles, kind)
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
+    if cpu_affinity.affinity_mode() != "off":
+        print(cpu_affinity.place(cp), flush=True)
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]
     rows = {w: [] for w in range(len(ways))}

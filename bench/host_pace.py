@@ -2,12 +2,14 @@
 6.3–6.9 in another; every host-paced piece follows the host). One process moves its main thread to each CPU
 in turn (``os.sched_setaffinity``) and on each times, best of three runs, the host µs of: a tiny RawKernel
 launch of 25 arguments (as ``bench/cupy_host_ops.py``), a CuPy elementwise op on 4,000 floats (``a + b``
-into a kept output) and a pure-Python loop (no CuPy: the interpreter's speed on that core). The process's own
-affinity ("start") is timed first and last. Each row names the CPU, its MHz (/proc/cpuinfo) and
-the steal jiffies the run saw (/proc/stat); the first lines name the process: PID, Python, the CPUs it
-may use, its migrations and context switches.
+into a kept output), a pure-Python loop (no CuPy: the interpreter's speed on that core), and NumPy's
+cumsum and add of 20,000 float64 (a chain of dependent adds, which a busy SMT sibling barely slows while a
+lower clock slows it in full, against independent vectorised adds). The process's own affinity ("start")
+is timed first and last. Each row names the CPU, its MHz (/proc/cpuinfo) and the steal jiffies the run saw
+(/proc/stat); the first lines name the process: PID, Python, the CPUs it may use, its migrations and
+context switches.
 
-    python3 bench/host_pace.py [--cpus 0 1 ...] [--calls 500] [--after SCRIPT ARGS...]
+    python3 bench/host_pace.py [--cpus 0 1 ...] [--calls 500] [--hold S] [--after SCRIPT ARGS...]
 
 ``--after`` runs SCRIPT (e.g. ``bench/flip_sparse.py --row 8m ...``) in this process first, then times
 this process's host as above (``--cpus`` with no CPU: only as it runs): a row's numbers and its process's
@@ -20,9 +22,16 @@ import argparse
 import os
 import runpy
 import sys
+import time
 import timeit
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tools.package import load  # noqa: E402
+
+load()
 
 SOURCE = r"""
 extern "C" __global__ void nothing(const unsigned char* a, long long n, float x, float y, float z, float h,
@@ -86,6 +95,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cpus", type=int, nargs="*", default=None, help="the CPUs to visit (default: all allowed)")
     ap.add_argument("--calls", type=int, default=500)
+    ap.add_argument("--hold", type=float, default=0, help="then S seconds of every CPU's probe (hold())")
     ap.add_argument("--after", nargs=argparse.REMAINDER, default=None, help="a script and its arguments run first")
     args = ap.parse_args()
     if args.after:
@@ -121,9 +131,12 @@ def main():
         stream.synchronize()
         return best * 1e6
 
+    x, y, z = np.ones(20_000), np.ones(20_000), np.empty(20_000)
     rows = [("launch", lambda: raw((1,), (32,), launch_args), args.calls),
             ("a + b", lambda: cp.add(a, b, out=c), args.calls),
-            ("Python loop", python_loop, args.calls // 5)]
+            ("Python loop", python_loop, args.calls // 5),
+            ("NumPy cumsum 20k", lambda: np.cumsum(x, out=z), args.calls // 10),  # a chain of dependent adds
+            ("NumPy add 20k", lambda: np.add(x, y, out=z), args.calls // 10)]  # independent adds, vectorised
     print("cpu | MHz | " + " | ".join(f"{name} µs" for name, _, _ in rows) + " | steal jiffies | ran on")
     for cpu in ["start"] + cpus + ["start"]:
         os.sched_setaffinity(0, start if cpu == "start" else {cpu})
@@ -133,7 +146,26 @@ def main():
         print(f"{cpu} | {mhz().get(where, 0):.0f} | " + " | ".join(f"{t:.2f}" for t in times)
               + f" | {steal() - s0} | {where}", flush=True)
     print("sched: " + sched())
+    if args.hold:
+        hold(args.hold)
 
+
+def hold(seconds: float, every: float = 0.5):
+    """Every *every* s for *seconds*: each allowed CPU's probe (``kernels/cpu_affinity.probe``),
+    a line of q (within 30% of the quickest) or s a CPU: how long a quick CPU stays quick."""
+    from voxfx.kernels import cpu_affinity
+
+    start = os.sched_getaffinity(0)
+    cpus = sorted(start)
+    print(f"hold: CPUs {cpus[0]}-{cpus[-1]} probed every {every} s (q: within 30% of the quickest, s: slower)")
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        times = {cpu: cpu_affinity.probe(cpu) for cpu in cpus}
+        best = min(times.values())
+        print(f"{time.perf_counter() - t0:5.1f} s | {''.join('q' if times[c] < 1.3 * best else 's' for c in cpus)} | "
+              f"quickest {best:.1f} µs, slowest {max(times.values()):.1f}", flush=True)
+        os.sched_setaffinity(0, start)
+        time.sleep(every)
 
 if __name__ == "__main__":
     main()
