@@ -4,6 +4,9 @@
 # its vectorised add: a lower clock slows both, a busy SMT sibling mostly the second) and --hold 10 (every
 # CPU's probe each 0.5 s: how long a quick CPU stays quick); the warm-up; then the 8M row (--steps 12 --warm 2)
 # in turn "off" / "quick", each followed in its process by its host's µs. Run from this tree's root; ≤ 200 s.
+# A record of call 2: VOXFX_CPU_AFFINITY (kernels/cpu_affinity.py, commit a0f65bd) was removed after it ("quick"
+# read as "off", the probe's quick CPUs do not last), so its rows now run as "off"; hold() probes through
+# bench/_host_probe.py (the same code).
 OUT_DEFAULT=$OUT; . bench/_device_call.sh
 L=/tmp/s23f2; mkdir -p $L
 echo "steal jiffies $(head -1 /proc/stat | awk '{print $9}'), load $(cat /proc/loadavg)"

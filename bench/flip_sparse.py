@@ -139,7 +139,6 @@ sys.path.insert(0, str(ROOT))
 from tools.package import load  # noqa: E402
 
 load()
-from voxfx.kernels import cpu_affinity  # noqa: E402
 from voxfx.kernels.flip import sparse_g2p_gpu, sparse_gpu, sparse_pressure, sparse_topology_gpu, sparse_transfer, surface_gpu, transfer  # noqa: E402,E501
 from voxfx.kernels.flip.grid import TIMINGS, FlipSettings  # noqa: E402
 from voxfx.kernels.flip.sim import FlipSimulation  # noqa: E402
@@ -148,6 +147,7 @@ from voxfx.kernels.flip.sparse_memory import sparse_flip_memory  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from _compile_log import CompileLog  # noqa: E402
+from _host_probe import on_cpu, python_us  # noqa: E402
 from _memory_trace import MemoryTrace  # noqa: E402
 from _sparse_frames import run_frames  # noqa: E402
 from _sparse_pace import use_way  # noqa: E402
@@ -247,8 +247,7 @@ def run(n, particles, steps, warm, sparse, max_cg=None, kind="dam", trace=None, 
     sim = FlipSimulation(spec, settings, v, t, xp=cp, sparse=sparse)
     cp.cuda.Device().synchronize()
     setup = time.perf_counter() - start
-    if cpu_affinity.affinity_mode() != "off":  # VOXFX_CPU_AFFINITY: the main thread placed after the set-up
-        print(cpu_affinity.place(cp), flush=True)
+    host = [python_us(5, 8)]  # the host's pace before and after the substeps (_host_probe: quick or slow vCPU)
     dt = 1 / 120
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]
@@ -266,13 +265,15 @@ def run(n, particles, steps, warm, sparse, max_cg=None, kind="dam", trace=None, 
             parts.append(part)
         if time_cap and time.perf_counter() - start > time_cap and rows:
             break
+    host.append(python_us(5, 8))
     med = list(np.median(np.array(rows), axis=0))
+    common = {"setup s": setup, "steps": len(rows), "host µs": host, "cpu": on_cpu()}
     extra = {"bricks": sim.grid.brick_count(), "grid MiB": sim.grid.nbytes / 2 ** 20,
              "estimate": sparse_flip_memory(spec, len(sim.pos), xp=cp, parts=True),
              "fluid": sim.fluid_cell_count(), "parts": list(np.median(np.array(parts), axis=0)),
              "changed": int(sum(p[-1] for p in parts)), "topology max": max(r[0] for r in rows),
              "its": its, "pressure ms": [r[2] for r in rows],
-             "setup s": setup, "steps": len(rows)} if sparse else {"setup s": setup, "steps": len(rows)}
+             **common} if sparse else common
     return len(sim.pos), med, int(np.median(its)), pool.total_bytes(), extra
 
 
@@ -284,8 +285,6 @@ def run_ab(n, particles, steps, warm, ways, kind="dam"):
 
     spec, v, t = scene(n, particles, kind)
     sim = FlipSimulation(spec, FlipSettings(), v, t, xp=cp, sparse=True)
-    if cpu_affinity.affinity_mode() != "off":
-        print(cpu_affinity.place(cp), flush=True)
     ev = [cp.cuda.Event() for _ in range(6)]
     sub = [cp.cuda.Event() for _ in range(6)]
     rows = {w: [] for w in range(len(ways))}
@@ -470,6 +469,9 @@ def main():
                 e = extra["estimate"]
                 print(f"   set-up {extra['setup s']:.1f} s; estimate (MiB): substep {e['substep'] / 2 ** 20:.0f}, "
                       f"frame output {e['frame output'] / 2 ** 20:.0f}, state {e['state'] / 2 ** 20:.0f}", flush=True)
+            before, after = extra["host µs"]
+            print(f"   host: Python probe {before:.1f} µs before the substeps, {after:.1f} after, on CPU "
+                  f"{extra['cpu']} (s23f's H100 machines: ~12–14 a quick vCPU, ~24–40 a slow one)", flush=True)
             if trace is not None:
                 print(trace.report(), flush=True)
 

@@ -32,6 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tools.package import load  # noqa: E402
 
 load()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _host_probe import on_cpu, probe  # noqa: E402
 
 SOURCE = r"""
 extern "C" __global__ void nothing(const unsigned char* a, long long n, float x, float y, float z, float h,
@@ -49,12 +51,6 @@ def steal() -> int:
     """The machine's steal jiffies so far (/proc/stat's 'cpu' line, 8th number)."""
     with open("/proc/stat") as f:
         return int(f.readline().split()[8])
-
-
-def on_cpu() -> int:
-    """The CPU this thread last ran on (/proc/thread-self/stat's 39th field)."""
-    with open("/proc/thread-self/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[36])
 
 
 def mhz() -> dict[int, float]:
@@ -151,21 +147,20 @@ def main():
 
 
 def hold(seconds: float, every: float = 0.5):
-    """Every *every* s for *seconds*: each allowed CPU's probe (``kernels/cpu_affinity.probe``),
-    a line of q (within 30% of the quickest) or s a CPU: how long a quick CPU stays quick."""
-    from voxfx.kernels import cpu_affinity
-
+    """Every *every* s for *seconds*: each allowed CPU's probe (``_host_probe.probe``), a line of q
+    (within 30% of the quickest) or s a CPU: how long a quick CPU stays quick."""
     start = os.sched_getaffinity(0)
     cpus = sorted(start)
     print(f"hold: CPUs {cpus[0]}-{cpus[-1]} probed every {every} s (q: within 30% of the quickest, s: slower)")
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < seconds:
-        times = {cpu: cpu_affinity.probe(cpu) for cpu in cpus}
+        times = {cpu: probe(cpu) for cpu in cpus}
         best = min(times.values())
         print(f"{time.perf_counter() - t0:5.1f} s | {''.join('q' if times[c] < 1.3 * best else 's' for c in cpus)} | "
               f"quickest {best:.1f} µs, slowest {max(times.values()):.1f}", flush=True)
         os.sched_setaffinity(0, start)
         time.sleep(every)
+
 
 if __name__ == "__main__":
     main()

@@ -5,7 +5,7 @@ and its ways."""
 
 import pytest
 
-from voxfx.kernels import cpu_affinity, settings
+from voxfx.kernels import settings
 from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, sparse_gpu, sparse_multigrid_bricks,
                                 sparse_multigrid_kept, sparse_pressure_buffers,
                                 sparse_pressure_brick_smooth, sparse_pressure_cells, sparse_pressure_gpu,
@@ -69,7 +69,6 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_multigrid_bricks.smoother, "VOXFX_SPARSE_MG_SMOOTHER", sparse_multigrid_bricks.SMOOTHERS, "brick"),
     (sparse_pressure_brick_smooth.smooth_threads, "VOXFX_SPARSE_MG_BRICK_THREADS",
      sparse_pressure_brick_smooth.SMOOTH_THREAD_WAYS, "span12"),
-    (cpu_affinity.affinity_mode, "VOXFX_CPU_AFFINITY", cpu_affinity.AFFINITIES, "off"),
 ]
 NO_GIVEN = {transfer.speed_max_mode, sparse_topology_gpu.topology_mode, sparse_topology_gpu.speed_max_mode,  # no
             sparse_topology_update.topology_update_mode, sparse_topology_tables.tables_mode,  # caller's way
