@@ -187,6 +187,7 @@ def run_size(n, args, variants):
     counts = {label: [] for label, _ in variants}
     ages = {label: [] for label, _ in variants}  # substeps since the kept hierarchy was built
     counts["solver"] = []
+    rates = {}  # per variant: the final relative residual^(1/iterations) per captured substep (s23a)
     starts = {}  # per guess: ‖b − A x₀‖ / ‖b‖ at each captured substep
     for name in args.guesses:
         counts["guess " + name] = []
@@ -220,7 +221,9 @@ def run_size(n, args, variants):
                 M = _mg_kept.KeptVCycle(history[s], history[source], options, options.keep_from)
             else:
                 M = mgv.VariantVCycle(grid, kind, level, options)
-            counts[label].append(solve(level, M, b, tolerance, max_iterations, start)[0])
+            it, rel = solve(level, M, b, tolerance, max_iterations, start)
+            counts[label].append(it)
+            rates.setdefault(label, []).append(rel ** (1 / it) if it and rel > 0 else np.nan)
         counts["solver"].append(result[1])  # sparse_pressure.pcg's own count (base's check)
         solve_guesses(args.guesses, grid, kind, level, variants[0][1], (b, tolerance, max_iterations), start, counts,
                       starts)
@@ -261,6 +264,8 @@ def run_size(n, args, variants):
         cost = ITERATION_US + extra_cost_us(options, f[min(width, 3) - 1])
         print(f"{label:44s} | {c} | {sum(c)} | {sum(c) / base - 1:+.1%} | {np.mean(c):.2f}, "
               f"{np.mean(c) - first:+.2f} | {cost:.0f} | {cost * np.mean(c) / 1000:.2f} | {launches(options)}")
+    print("mean convergence factor an iteration (‖r‖/‖b‖ at the end ^ (1/iterations), captured substeps): "
+          + ", ".join(f"{label} {np.nanmean(rates[label]):.3f}" for label, _ in variants if rates.get(label)))
     print_guesses(args.guesses, args.skip, counts, starts)
     for label, _ in variants:
         if ages[label]:
