@@ -91,6 +91,15 @@ Level 1 smoothed block by block (issue 24, helper h20i; ``level1=block4|block8|b
 ``level1_sweeps=k``; the last column, launches an 8M iteration): block8 (the aligned 2×2×2 slots' 4³ blocks)
 with level 0 brick by brick keeps the red-black counts at 64³ and 128³ (k 2) and takes +0.43 a substep at 256³
 (substeps 1-13, k 2 or 3), +0.33 at Δt 1/60 (k 3), for 18 launches an iteration against 22. bench/RESULTS.md, h20i.
+
+Boundary sweeps inside level 0's bricks (issue 24, helper s23a; ``brick_boundary=k``, ``brick_boundary_width=w``,
+``brick_boundary_first=1``, ``brick_boundary_omega``; no launch on the device, so free but for the passes). Printed
+too: the mean convergence factor (‖r‖/‖b‖ at the end ^ 1/iterations). This CPU, 2026-11-27, Δt 1/120, warm starts:
+64³ (substeps 1-39 every 2) 137 → 135 iterations (k 1 or 2, w 1; −1.5%), factor 0.240 → 0.223; 128³ (substeps 1-13
+every 3) 42 → 41 (−2.4%, substep 1 alone; w 2, "first", ω 1 or k 4 w 3 no better), factor 0.298 → 0.275; 256³ (8M,
+substeps 1, 5, 9) 31 → 30 (−3.2%), factor 0.385 → 0.376. Below the ~10% that would pay for building it in the
+kernels; boundary sweeps on levels ≥ 1 (red-black, launches on level 1) −4.8% at 128³, with the bricks' −7.1%.
+bench/RESULTS.md, s23a.
 """
 
 from __future__ import annotations
