@@ -78,7 +78,15 @@ class MGOptions:
     ``level1_sweeps`` red-black sweeps inside a block. Measured (h20i, this 2-core CPU, bench/RESULTS.md):
     up to 128³ block8 with 2 sweeps keeps the red-black CG counts, block4 needs 3-4 and loses 1-2%; on the 8M
     scene (256³) every block variant takes +0.33-0.71 iterations a substep (block8 3 sweeps +0.33 / +0.43 at Δt
-    1/60 / 1/120) for 4 launches fewer an iteration (block4rb 2); "none" +26%."""
+    1/60 / 1/120) for 4 launches fewer an iteration (block4rb 2); "none" +26%.
+
+    ``brick_boundary`` (issue 24, helper s23a; ``BrickBoundary``): with the brick
+    smoother, that many red-black sweeps over level 0's unknowns within ``brick_boundary_width`` of a
+    non-unknown neighbour, inside each brick (the halo frozen as the brick's sweeps have it), after the
+    brick's pre-smoothing sweeps and before its post-smoothing ones (``brick_boundary_first``: before the
+    pre-smoothing's, from 0, and after the post-smoothing's), over-relaxed by ``brick_boundary_omega`` (0:
+    ``omega``). On the device they would cost no launch (the brick kernels' shared memory); not built: on
+    the dam break they save too few iterations (128³ −2.4%, 256³ −3.2%; bench/RESULTS.md, s23a)."""
 
     omega: float = MG_OMEGA
     boundary_sweeps: int = 0
@@ -107,6 +115,10 @@ class MGOptions:
     poly_levels: int = 1
     level1: str = "rb"
     level1_sweeps: int = 2
+    brick_boundary: int = 0
+    brick_boundary_width: int = 1
+    brick_boundary_first: bool = False
+    brick_boundary_omega: float = 0.0
 
 
 def sweep_some(level, x, b, cells):
@@ -184,6 +196,41 @@ def boundary_unknowns(level, width, air_only=False):
             grown |= near[nbr[d]]
         near = np.concatenate([grown, [False]])
     return np.flatnonzero(near[:m])
+
+
+class BrickBoundary:
+    """Boundary smoothing inside level 0's bricks (issue 24, helper s23a; ``MGOptions.brick_boundary``;
+    McAdams, Sifakis & Teran 2010's extra Gauss-Seidel sweeps on the unknowns next to the boundary):
+    *sweeps* × (red, black) over the unknowns within *width* of a non-unknown neighbour
+    (``boundary_unknowns``: through unknowns, across bricks), run by ``sparse_multigrid_bricks.pre_smooth``
+    / ``post_smooth`` inside each brick with the halo frozen as the brick's own sweeps have it,
+    over-relaxed by *omega*. By default after the brick's pre-smoothing sweeps and (the adjoint: black,
+    red) before its post-smoothing ones; *first*: before the pre-smoothing's sweeps (from x = 0) and after
+    the post-smoothing's. A colour's sweep restricted to some of its unknowns is still one symmetric step,
+    so the post-smoothing stays the pre-smoothing's adjoint and the V-cycle symmetric (tests: the forward
+    post order breaks it)."""
+
+    post = (1, 0)  # the post-smoothing's boundary colours; a test's mutant sets the forward order
+
+    def __init__(self, level, sweeps, width, omega, first=False):
+        self.sweeps, self.omega, self.first = int(sweeps), omega, bool(first)
+        cells = boundary_unknowns(level, width)
+        self.cells = (cells[cells < level.m_red], cells[cells >= level.m_red])
+
+    def sweep(self, level, index, v, b, colours):
+        """``sweeps`` × *colours* over the boundary unknowns (``brick_sweep``'s rule on a subset; *index*
+        each neighbour's place in *v*, x then the halo)."""
+        for _ in range(self.sweeps):
+            for colour in colours:
+                c = self.cells[colour]
+                if c.shape[0] == 0:
+                    continue
+                at = index[:, c]
+                s = v[at[0]]
+                for d in range(1, 6):
+                    s = s + v[at[d]]
+                g = (b[c] + s) / level.diag[c]
+                v[c] = g if self.omega == 1.0 else v[c] + _F32(self.omega) * (g - v[c])
 
 
 class Level1Blocks:
@@ -361,9 +408,13 @@ class VariantVCycle(VCycle):
         if o.smoother == "brick" and level == 0:
             if getattr(self, "_variant_inside", None) is None:
                 self._variant_inside = brick_inside(L)
+                self._brick_boundary = BrickBoundary(L, o.brick_boundary, o.brick_boundary_width,
+                                                     o.brick_boundary_omega or o.omega,
+                                                     o.brick_boundary_first) if o.brick_boundary else None
             k = o.brick_sweeps or sparse_multigrid_bricks.SWEEPS
-            return post_smooth(L, self._variant_inside, x, b, o.omega, k) if after else \
-                pre_smooth(L, self._variant_inside, b, o.omega, k)
+            edge = self._brick_boundary
+            return post_smooth(L, self._variant_inside, x, b, o.omega, k, boundary=edge) if after else \
+                pre_smooth(L, self._variant_inside, b, o.omega, k, boundary=edge)
         if o.poly != "" and level < o.poly_levels:
             self._poly(level, x, b)
             return x

@@ -91,6 +91,15 @@ Level 1 smoothed block by block (issue 24, helper h20i; ``level1=block4|block8|b
 ``level1_sweeps=k``; the last column, launches an 8M iteration): block8 (the aligned 2×2×2 slots' 4³ blocks)
 with level 0 brick by brick keeps the red-black counts at 64³ and 128³ (k 2) and takes +0.43 a substep at 256³
 (substeps 1-13, k 2 or 3), +0.33 at Δt 1/60 (k 3), for 18 launches an iteration against 22. bench/RESULTS.md, h20i.
+
+Boundary sweeps inside level 0's bricks (issue 24, helper s23a; ``brick_boundary=k``, ``brick_boundary_width=w``,
+``brick_boundary_first=1``, ``brick_boundary_omega``; no launch on the device, so free but for the passes). Printed
+too: the mean convergence factor (‖r‖/‖b‖ at the end ^ 1/iterations). This CPU, 2026-11-27, Δt 1/120, warm starts:
+64³ (substeps 1-39 every 2) 137 → 135 iterations (k 1 or 2, w 1; −1.5%), factor 0.240 → 0.223; 128³ (substeps 1-13
+every 3) 42 → 41 (−2.4%, substep 1 alone; w 2, "first", ω 1 or k 4 w 3 no better), factor 0.298 → 0.275; 256³ (8M,
+substeps 1, 5, 9) 31 → 30 (−3.2%), factor 0.385 → 0.376. Below the ~10% that would pay for building it in the
+kernels; boundary sweeps on levels ≥ 1 (red-black, launches on level 1) −4.8% at 128³, with the bricks' −7.1%.
+bench/RESULTS.md, s23a.
 """
 
 from __future__ import annotations
@@ -187,6 +196,7 @@ def run_size(n, args, variants):
     counts = {label: [] for label, _ in variants}
     ages = {label: [] for label, _ in variants}  # substeps since the kept hierarchy was built
     counts["solver"] = []
+    rates = {}  # per variant: the final relative residual^(1/iterations) per captured substep (s23a)
     starts = {}  # per guess: ‖b − A x₀‖ / ‖b‖ at each captured substep
     for name in args.guesses:
         counts["guess " + name] = []
@@ -220,7 +230,9 @@ def run_size(n, args, variants):
                 M = _mg_kept.KeptVCycle(history[s], history[source], options, options.keep_from)
             else:
                 M = mgv.VariantVCycle(grid, kind, level, options)
-            counts[label].append(solve(level, M, b, tolerance, max_iterations, start)[0])
+            it, rel = solve(level, M, b, tolerance, max_iterations, start)
+            counts[label].append(it)
+            rates.setdefault(label, []).append(rel ** (1 / it) if it and rel > 0 else np.nan)
         counts["solver"].append(result[1])  # sparse_pressure.pcg's own count (base's check)
         solve_guesses(args.guesses, grid, kind, level, variants[0][1], (b, tolerance, max_iterations), start, counts,
                       starts)
@@ -261,6 +273,8 @@ def run_size(n, args, variants):
         cost = ITERATION_US + extra_cost_us(options, f[min(width, 3) - 1])
         print(f"{label:44s} | {c} | {sum(c)} | {sum(c) / base - 1:+.1%} | {np.mean(c):.2f}, "
               f"{np.mean(c) - first:+.2f} | {cost:.0f} | {cost * np.mean(c) / 1000:.2f} | {launches(options)}")
+    print("mean convergence factor an iteration (‖r‖/‖b‖ at the end ^ (1/iterations), captured substeps): "
+          + ", ".join(f"{label} {np.nanmean(rates[label]):.3f}" for label, _ in variants if rates.get(label)))
     print_guesses(args.guesses, args.skip, counts, starts)
     for label, _ in variants:
         if ages[label]:

@@ -122,26 +122,38 @@ def _gather_index(level, inside, n, xp):
     return xp.where(inside, nbr, nbr + n)
 
 
-def pre_smooth(level, inside, b, omega, sweeps, xp=np):
-    """x from 0: *sweeps* × (red, black) inside each brick, the halo 0."""
+def pre_smooth(level, inside, b, omega, sweeps, xp=np, boundary=None):
+    """x from 0: *sweeps* × (red, black) inside each brick, the halo 0; then *boundary*'s sweeps inside
+    the brick, the halo still 0 (before the brick's sweeps where ``boundary.first``). *boundary*: None, or
+    extra sweeps over some unknowns (``bench/_mg_variants.BrickBoundary``, issue 24, helper s23a: measured
+    on the CPU, not on the device; its ``sweep(level, index, v, b, colours)`` updates v in place)."""
     n = b.shape[0]
     v = xp.zeros(2 * n, b.dtype)  # x, then the halo (0)
     index = _gather_index(level, inside, n, xp)
+    if boundary is not None and boundary.first:
+        boundary.sweep(level, index, v, b, (0, 1))
     for _ in range(sweeps):
         brick_sweep(level, index, v, b, 0, omega)
         brick_sweep(level, index, v, b, 1, omega)
+    if boundary is not None and not boundary.first:
+        boundary.sweep(level, index, v, b, (0, 1))
     return v[:n].copy()
 
 
-def post_smooth(level, inside, x, b, omega, sweeps, colours=(1, 0), xp=np):
+def post_smooth(level, inside, x, b, omega, sweeps, colours=(1, 0), xp=np, boundary=None):
     """*x* smoothed in place: *sweeps* × *colours* (the adjoint order: black, red) inside each
-    brick, the halo x as given."""
+    brick, the halo x as given; *boundary*'s sweeps before them in its ``post`` colours (the adjoint of
+    ``pre_smooth``'s: black, red), after them where ``boundary.first``."""
     n = x.shape[0]
     v = xp.concatenate([x, x])  # x, then the halo (x as given)
     index = _gather_index(level, inside, n, xp)
+    if boundary is not None and not boundary.first:
+        boundary.sweep(level, index, v, b, boundary.post)
     for _ in range(sweeps):
         for colour in colours:
             brick_sweep(level, index, v, b, colour, omega)
+    if boundary is not None and boundary.first:
+        boundary.sweep(level, index, v, b, boundary.post)
     x[...] = v[:n]
     return x
 

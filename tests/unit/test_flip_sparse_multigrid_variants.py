@@ -9,7 +9,7 @@ import pytest
 from tests.unit.test_cuda_sparse_pressure_host import _tank
 from voxfx.kernels.flip import sparse_pressure
 from voxfx.kernels.flip.sparse_multigrid import VCycle
-from bench._mg_variants import MGOptions, VariantVCycle
+from bench._mg_variants import BrickBoundary, MGOptions, VariantVCycle
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +32,11 @@ def test_default_variant_is_the_reference_vcycle_bit_for_bit(system):
     MGOptions(omega=1.0), MGOptions(boundary_sweeps=2, boundary_width=2, smoother="rb"),  # red-black variants
     MGOptions(boundary_sweeps=1, boundary_air=True, smoother="rb"),
     MGOptions(coarse_exact=True), MGOptions(coarsen_fluid=4), MGOptions(correction=1.2),
-    MGOptions(coarse_level_sweeps=4, coarse_from=1), MGOptions(surface="layer")],
-    ids=["omega", "boundary", "boundary-air", "coarse-exact", "coarsen-4", "correction", "coarse-sweeps", "surface"])
+    MGOptions(coarse_level_sweeps=4, coarse_from=1), MGOptions(surface="layer"),
+    MGOptions(brick_boundary=2, smoother="brick"),  # boundary sweeps inside level 0's bricks (s23a)
+    MGOptions(brick_boundary=1, brick_boundary_width=2, brick_boundary_first=True, smoother="brick")],
+    ids=["omega", "boundary", "boundary-air", "coarse-exact", "coarsen-4", "correction", "coarse-sweeps", "surface",
+         "brick-boundary", "brick-boundary-first"])
 def test_every_variant_is_a_symmetric_positive_definite_operator_that_differs(system, options):
     g, kind, level, u, v = system
     M = VariantVCycle(g, kind, level, options)
@@ -52,3 +55,41 @@ def test_level0_boundary_smoothing_is_a_red_black_variant(system):
     with pytest.raises(ValueError, match="smoother=rb"):
         VariantVCycle(g, kind, level, MGOptions(boundary_sweeps=1, smoother="brick"))
     VariantVCycle(g, kind, level, MGOptions(boundary_sweeps=1, boundary_from=1, smoother="brick"))
+
+
+@pytest.mark.parametrize("first", [False, True])
+def test_brick_boundary_sweeps_break_the_symmetry_in_the_forward_post_order(system, monkeypatch, first):
+    """The boundary sweeps inside the bricks (s23a) keep the V-cycle symmetric only with the
+    post-smoothing's boundary colours in the adjoint order (black, red): the forward order breaks it."""
+    g, kind, level, u, v = system
+    options = MGOptions(brick_boundary=2, brick_boundary_first=first, smoother="brick")
+    gaps = []
+    for post in ((1, 0), (0, 1)):
+        monkeypatch.setattr(BrickBoundary, "post", post)
+        M = VariantVCycle(g, kind, level, options)
+        Mu, Mv = M(u).astype(np.float64), M(v).astype(np.float64)
+        gaps.append(abs(float(u @ Mv) - float(v @ Mu)) / float(u @ Mu))
+    assert gaps[0] < 1e-6 < 1e-4 < gaps[1], gaps
+
+
+
+def test_brick_boundary_sweeps_stay_inside_the_brick(system):
+    """With the boundary sweeps (s23a) the pre-smoothing still reads no other brick: b changed in one
+    brick changes x in that brick alone; and the sweeps change x there (the boundary unknowns only
+    before the next brick sweep)."""
+    from voxfx.kernels.flip import sparse_multigrid_bricks as bricks
+    from voxfx.kernels.flip.sparse_multigrid import MG_OMEGA
+
+    _, _, level, u, _ = system
+    inside = bricks.brick_inside(level)
+    edge = BrickBoundary(level, 2, 1, MG_OMEGA)
+    brick = level.cells // 512
+    one = brick[np.argmax(np.bincount(brick))]
+    u2 = u.copy()
+    u2[:level.m][brick == one] += 1.0
+    x, x2 = (bricks.pre_smooth(level, inside, rhs, MG_OMEGA, 3, boundary=edge) for rhs in (u, u2))
+    changed = np.flatnonzero(x[:level.m] != x2[:level.m])
+    assert changed.size and np.all(brick[changed] == one)
+    plain = bricks.pre_smooth(level, inside, u, MG_OMEGA, 3)
+    moved = np.flatnonzero(plain[:level.m] != x[:level.m])
+    assert moved.size and np.isin(moved, np.concatenate(edge.cells)).all()
