@@ -172,3 +172,52 @@ extern "C" __global__ void surface_order_tags(const float* __restrict__ pos, con
     for (int u = first; u < last; ++u) rank += tags[u] < t ? 1 : 0;
     out[first + rank] = q;
 }
+
+// "tags-batch": surface_place_tags_plain with a particle's images' atomics issued together. A
+// particle of wall choices (mx, my, mz), each 0, 1 or 2 (one wall within reach on that axis at
+// most), has at most 7 images, combo (cz·3 + cy)·3 + cx with c_a ∈ {0, m_a}, not all 0: their cells
+// first, then the 7 atomics (none waits for another's answer), then the 7 starts and stores.
+// tags-plain waits for each image's atomic before the next (a round trip to memory each); the 65M
+// dam break's frame 11 has 25.5M images of 65.5M particles (surface_gpu's module text). A choice of
+// 3 (both walls within reach: a box under 2·reach across) takes tags-plain's loop. Any order
+// within a cell: the ordering puts it in tag order, the same list.
+extern "C" __global__ void surface_place_tags_batch(const float* __restrict__ pos, long long n, int walls, float lox,
+                                                    float loy, float loz, float hix, float hiy, float hiz,
+                                                    float reach, float cox, float coy, float coz, float inv_edge,
+                                                    int cx, int cy, int cz, const int* __restrict__ starts,
+                                                    int* __restrict__ fill, unsigned int* __restrict__ tags)
+{
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float x, y, z;
+    int mx, my, mz;
+    const int key = binned_particle(pos, p, n, walls, lox, loy, loz, hix, hiy, hiz, reach, cox, coy, coz, inv_edge,
+                                    cx, cy, cz, nullptr, x, y, z, mx, my, mz);
+    const int rank = warp_grouped_rank(fill, key);
+    if (key >= 0) tags[starts[key] + rank] = (unsigned int)p;
+    if (!(mx | my | mz)) return;
+    if (mx == 3 || my == 3 || mz == 3) {
+        for (int combo = 1; combo < COMBOS; ++combo) {
+            float px, py, pz;
+            if (!wall_image(combo, x, y, z, mx, my, mz, lox, loy, loz, hix, hiy, hiz, px, py, pz)) continue;
+            const int image = cell_key(px, py, pz, cox, coy, coz, inv_edge, cx, cy, cz);
+            if (image >= 0) tags[starts[image] + atomicAdd(&fill[image], 1)] = (unsigned int)((long long)combo * n + p);
+        }
+        return;
+    }
+    int cell[7], at[7];
+#pragma unroll
+    for (int m = 1; m < 8; ++m) {
+        const int c0 = (m & 1) ? mx : 0, c1 = (m & 2) ? my : 0, c2 = (m & 4) ? mz : 0;
+        const bool real = (!(m & 1) || mx) && (!(m & 2) || my) && (!(m & 4) || mz);
+        cell[m - 1] = real ? cell_key(mirrored(x, c0, lox, hix), mirrored(y, c1, loy, hiy), mirrored(z, c2, loz, hiz),
+                                      cox, coy, coz, inv_edge, cx, cy, cz) : -1;
+    }
+#pragma unroll
+    for (int m = 0; m < 7; ++m) at[m] = cell[m] >= 0 ? atomicAdd(&fill[cell[m]], 1) : 0;
+#pragma unroll
+    for (int m = 1; m < 8; ++m) {
+        const int c0 = (m & 1) ? mx : 0, c1 = (m & 2) ? my : 0, c2 = (m & 4) ? mz : 0;
+        if (cell[m - 1] >= 0)
+            tags[starts[cell[m - 1]] + at[m - 1]] = (unsigned int)((long long)((c2 * 3 + c1) * 3 + c0) * n + p);
+    }
+}

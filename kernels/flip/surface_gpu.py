@@ -93,6 +93,13 @@ SORT_CELL_LIMITS = ("default", "1024", "2048", "4096", "8192")  # VOXFX_LEVEL_SE
 # unfused); every way the same φ bits as the others in either mode; the modes' φ differ by float32 rounding of the
 # sums (8M: ≤ 4.2e-6·R)
 LEVEL_SET_SUMS = ("fused", "plain")
+# VOXFX_LEVEL_SET_GATHER_SPLIT (gather_split; s23c, issue 24): the lean gather's node tile over this many blocks
+# (particle_level_set_lean_split, TILE's 512 threads / split a block; "1": one block a tile, the kernel before). A
+# block frees its SM slots only when its slowest warp ends; after the 65M splash a tile's few warps beside
+# crowded cells held the other warps' slots. Every node gathers as before: the same φ bits
+GATHER_SPLITS = ("1", "2", "4", "8")
+# VOXFX_LEVEL_SET_GATHER_WORK=1 (benches, with STATS): the gather's work counters (flip_surface_lean.cu
+# gather_work) into STATS, launched after the gather's mark (they land in the next stage's time)
 LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks a tile an SM (_3; no faster)
 # VOXFX_LEVEL_SET_BOUNDS=1 (default): an open or large liquid's region from particle_bounds (one pass, one host read);
 # 0: six reductions and reads of the cell coordinates (sparse_output.liquid_region), the A/B baseline. The same region
@@ -127,6 +134,12 @@ def level_set_sums(mode=None) -> str:
     """How the gathers add a particle's terms to a node's sums (voxfx_surface.cuh's add_terms,
     ``LEVEL_SET_SUMS``): *mode*, else ``VOXFX_LEVEL_SET_SUMS``, else fused."""
     return env_choice("VOXFX_LEVEL_SET_SUMS", LEVEL_SET_SUMS, mode)
+
+
+def gather_split(given=None) -> int:
+    """Blocks a node tile of the lean gather (``GATHER_SPLITS``): *given*, else
+    ``VOXFX_LEVEL_SET_GATHER_SPLIT``, else 1."""
+    return int(env_choice("VOXFX_LEVEL_SET_GATHER_SPLIT", GATHER_SPLITS, given and str(given)))
 
 
 def level_set_mode(mode=None) -> str:
@@ -275,6 +288,18 @@ def _gather_kernel(R) -> tuple:
         return _K_FUSED if fused else _K, "particle_level_set_bricks"
     return _K_LEAN_FUSED if fused else _K_LEAN, "particle_level_set_lean_3" if LEAN_BLOCKS == 3 else \
         "particle_level_set_lean"
+
+
+def _gather_work(active, starts, interior_flags, skip, nb, grid_args, cell_args, R, cp) -> None:
+    """``VOXFX_LEVEL_SET_GATHER_WORK``: the gather's work (flip_surface_lean.cu ``gather_work``'s counters) into
+    ``STATS`` (benches; after the gather's own launch, so its events time the gather alone)."""
+    out = cp.zeros(32, cp.uint64)
+    _K_LEAN.launch_grid("gather_work", (active.size,), (int(np.prod(TILE)),), (
+        starts, active, interior_flags, skip, np.int32(nb[0]), np.int32(nb[1]), *grid_args, *cell_args,
+        np.float32(R), out))
+    o = [int(v) for v in out.get()]
+    STATS.update(tests=o[0], lane_slots=o[1], gathered=o[2], interior=o[3], tile_slots=o[4], quarter_slots=o[5],
+                 most_tests=o[6], tests_log2=o[8:32])
 
 
 def _order_crowded(packed, tags, starts, ordered, cp, limit=None):
@@ -468,11 +493,18 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     phi = cp.empty(spec.array_shape, dtype=cp.float32)
     if phi.size:
         gather, name = _gather_kernel(R)
-        gather.launch_grid(name, (active.size,), (int(np.prod(TILE)),), (
-            packed, starts, active, interior_flags, skip, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R),
-            f32(band), phi))
-    del packed, starts, interior_flags
+        args = (packed, starts, active, interior_flags, skip, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R),
+                f32(band), phi)
+        split = gather_split() if name == "particle_level_set_lean" else 1
+        if split > 1:  # the tile's nodes over *split* blocks (GATHER_SPLITS): the same nodes, the same bits
+            gather.launch_grid("particle_level_set_lean_split", (active.size * split,),
+                               (int(np.prod(TILE)) // split,), (*args, i32(split)))
+        else:
+            gather.launch_grid(name, (active.size,), (int(np.prod(TILE)),), args)
     _mark("gather")
+    if phi.size and STATS is not None and os.environ.get("VOXFX_LEVEL_SET_GATHER_WORK", "0") == "1":
+        _gather_work(active, starts, interior_flags, skip, nb, grid_args, cell_args, R, cp)  # benches
+    del packed, starts, interior_flags
     # 5. Smoothing, double-buffered, over the bricks near the active ones (the others stay
     # +band); the walls' cut fused into its last step (or alone without smoothing).
     if smooth_iterations:

@@ -43,7 +43,9 @@ from ..grid.launch import Kernels
 from ..settings import env_choice
 from .surface_gpu import _OPTIONS, _THREADS, _TILE_DEFINES
 
-PLACE_WAYS = ("tags-plain", "tags", "lean")  # VOXFX_LEVEL_SET_PLACE (place_way); the first the default
+# VOXFX_LEVEL_SET_PLACE (place_way); the first the default. "tags-batch" (s23c, issue 24): tags-plain with a
+# particle's up to 7 images' atomics issued together, then their stores (flip_surface_place.cu)
+PLACE_WAYS = ("tags-plain", "tags", "lean", "tags-batch")
 GROUPED_COUNT = ("tags",)  # the ways counting by surface_count_grouped (the others: lean's count)
 _K = Kernels("flip_surface_place.cu", _OPTIONS, _THREADS, defines=_TILE_DEFINES)
 
@@ -63,10 +65,12 @@ def count(pos, n, wall_args, cell_args, counts, bad) -> None:
 
 def place(way, pos, n, wall_args, cell_args, starts, fill, points, cp):
     """The tags (uint32, *points*) of the particles and their images in their cells' slots from
-    *starts*, *fill* zeroed (any order within a cell): *way* "tags" or "tags-plain"."""
+    *starts*, *fill* zeroed (any order within a cell): *way* "tags", "tags-plain" or "tags-batch"."""
     tags = cp.empty(points, cp.uint32)
     if n:
-        _K.launch("surface_place_tags" if way == "tags" else "surface_place_tags_plain", n, (
+        name = {"tags": "surface_place_tags", "tags-batch": "surface_place_tags_batch"}.get(way,
+                                                                                           "surface_place_tags_plain")
+        _K.launch(name, n, (
             pos, np.int64(n), *wall_args, *cell_args, starts, fill, tags))
     return tags
 

@@ -34,6 +34,8 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (surface_gpu.level_set_mode, "VOXFX_LEVEL_SET", surface_gpu.LEVEL_SET_MODES, "lean"),
     (surface_place.place_way, "VOXFX_LEVEL_SET_PLACE", surface_place.PLACE_WAYS, "tags-plain"),
     (surface_gpu.level_set_sums, "VOXFX_LEVEL_SET_SUMS", surface_gpu.LEVEL_SET_SUMS, "fused"),
+    (lambda given=None: str(surface_gpu.gather_split(given)), "VOXFX_LEVEL_SET_GATHER_SPLIT",
+     surface_gpu.GATHER_SPLITS, "1"),
     (transfer.speed_max_mode, "VOXFX_MAX_SPEED", transfer.SPEED_MAXIMA, "blocks"),
     (sparse_pressure_solve_ahead.mode, "VOXFX_SPARSE_SOLVE_AHEAD", sparse_pressure_solve_ahead.MODES, "1"),
     (sparse_pressure_solve_ahead.zero, "VOXFX_SPARSE_AHEAD_ZERO", sparse_pressure_solve_ahead.ZEROS, "sentinels"),
