@@ -297,9 +297,10 @@ __device__ __forceinline__ void gather_tile_lean_at(long long b, int t, const fl
     phi[node] = node_phi_lean(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
 }
 
-extern "C" __global__ void particle_level_set_lean_split(GATHER_LEAN_ARGS, int parts)
+// first: the tile of block 0 (surface_overlap: the tiles in chunks of z layers, each chunk a launch).
+extern "C" __global__ void particle_level_set_lean_split(GATHER_LEAN_ARGS, int parts, long long first)
 {
-    gather_tile_lean_at(blockIdx.x / parts, (int)(blockIdx.x % parts) * blockDim.x + threadIdx.x, packed, starts,
+    gather_tile_lean_at(first + blockIdx.x / parts, (int)(blockIdx.x % parts) * blockDim.x + threadIdx.x, packed, starts,
                         active, interior, skip, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy,
                         cz, R, band, phi);
 }

@@ -299,7 +299,7 @@ def _gather_work(active, starts, interior_flags, skip, nb, grid_args, cell_args,
         np.float32(R), out))
     o = [int(v) for v in out.get()]
     STATS.update(tests=o[0], lane_slots=o[1], gathered=o[2], interior=o[3], tile_slots=o[4], quarter_slots=o[5],
-                 most_tests=o[6], tests_log2=o[8:32])
+                 most_tests=o[6], tests_255=sum(o[16:32]), tests_1023=sum(o[18:32]), tests_4095=sum(o[20:32]))
 
 
 def _order_crowded(packed, tags, starts, ordered, cp, limit=None):
@@ -419,12 +419,27 @@ def _order_cells(way, binning, packed, tags, pos, radii, scalar, n, wall_args, c
     return ordered
 
 
-def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=0.0, interior=None):
+def _near_bricks(active, nb, smooth_iterations, cp):
+    """The tiles step 5 of ``_bricks_gpu`` smooths (uint8 over the tiles): those of the 3 × 3 × 3 around
+    an active one (the others stay +band), or every tile past min(TILE) steps; None without smoothing."""
+    if not smooth_iterations:
+        return None
+    near = cp.empty_like(active)
+    if smooth_iterations > min(TILE):  # changes may spread past the next tile: smooth every tile
+        near.fill(1)
+    else:
+        _K.launch("dilate_bricks", active.size, (active, *(np.int32(b) for b in nb), near))
+    return near
+
+
+def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=0.0, interior=None, host=None):
     """The "bricks" GPU level set (module text) of the particles *pos* (float32 (N, 3) on
     the device) over *spec*'s nodes: with *walls* (the box's GridSpec) closed as
     ``closed_level_set`` — mirror images of the particles within *reach* of a wall, the
     level set, smoothing, the box cut; without, ``particle_level_set``'s. *interior*:
-    (full, reach) of ``surface_interior``'s skip, from the binning's counts, or None."""
+    (full, reach) of ``surface_interior``'s skip, from the binning's counts, or None. *host*: a
+    ``surface_overlap.HostSink`` — with the lean gather and one smoothing step, φ is copied into its
+    array chunk by chunk while the rest is made (``surface_overlap``), and the sink marked filled."""
     import cupy as cp
 
     nx, ny, nz = spec.shape
@@ -491,16 +506,27 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
                                                      active))
     _mark("mark bricks")
     phi = cp.empty(spec.array_shape, dtype=cp.float32)
+    near = _near_bricks(active, nb, smooth_iterations, cp)
+
+    def smooth_args(cut):  # smooth_level_set_bricks' arguments between (phi, near) and its output
+        return (i32(nb[0]), i32(nb[1]), i32(nx), i32(ny), i32(nz), SMOOTH_STEP,
+                f32(FLAT_GRADIENT * spec.voxel_size) ** 2, f32(band), i32(cut), *grid_args[3:], *lo, *hi)
+
     if phi.size:
         gather, name = _gather_kernel(R)
         args = (packed, starts, active, interior_flags, skip, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R),
                 f32(band), phi)
         split = gather_split() if name == "particle_level_set_lean" else 1
+        if host is not None and name == "particle_level_set_lean" and smooth_iterations == 1:
+            from .surface_overlap import gather_smooth_copy  # φ to the host chunk by chunk as it is made
+
+            phi = gather_smooth_copy(host, phi, gather, args, split, near, nb, smooth_args(walls is not None), _K,
+                                     cp)
+            _mark("gather + smooth + copy")
+            return phi
         if split > 1:  # the tile's nodes over *split* blocks (GATHER_SPLITS): the same nodes, the same bits
-            gather.launch_grid("particle_level_set_lean_split", (active.size * split,),
-                               (int(np.prod(TILE)) // split,), (*args, i32(split)))
-        else:
-            gather.launch_grid(name, (active.size,), (int(np.prod(TILE)),), args)
+            name, args = "particle_level_set_lean_split", (*args, i32(split), np.int64(0))
+        gather.launch_grid(name, (active.size * split,), (int(np.prod(TILE)) // split,), args)
     _mark("gather")
     if phi.size and STATS is not None and os.environ.get("VOXFX_LEVEL_SET_GATHER_WORK", "0") == "1":
         _gather_work(active, starts, interior_flags, skip, nb, grid_args, cell_args, R, cp)  # benches
@@ -508,17 +534,11 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
     # 5. Smoothing, double-buffered, over the bricks near the active ones (the others stay
     # +band); the walls' cut fused into its last step (or alone without smoothing).
     if smooth_iterations:
-        near = cp.empty_like(active)
-        if smooth_iterations > min(TILE):  # changes may spread past the next tile: smooth every tile
-            near.fill(1)
-        else:
-            _K.launch("dilate_bricks", active.size, (active, *(i32(b) for b in nb), near))
         other = cp.empty_like(phi)
         for step in range(smooth_iterations):
             cut = walls is not None and step == smooth_iterations - 1
             _K.launch_grid("smooth_level_set_bricks", (active.size,), (int(np.prod(TILE)),), (
-                phi, near, i32(nb[0]), i32(nb[1]), i32(nx), i32(ny), i32(nz), SMOOTH_STEP,
-                f32(FLAT_GRADIENT * spec.voxel_size) ** 2, f32(band), i32(cut), *grid_args[3:], *lo, *hi, other))
+                phi, near, *smooth_args(cut), other))
             phi, other = other, phi
     elif walls is not None:
         _K.launch("cut_by_box", spec.voxel_count, (phi, *grid_args, *lo, *hi, f32(band)))
