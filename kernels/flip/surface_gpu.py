@@ -55,6 +55,14 @@ From frame 0 to 11 the points grew 68.8M → 91.0M (the walls' images 3.2M → 2
 slower): the nodes that would test over 2,048 points gathered apart in full warps by a flat
 row loop (0.9M such nodes at frame 10): gather 31.3 → 52.1 ms; cells over 256 points (not 1,024)
 sorted apart: order cells 3.7 → 5.2 ms.
+
+Session 23 (s23c; H100 80GB HBM3, the 65M Fast frames 0–11 in one process, ``gather_work``'s counters): the
+gather's tests grow 0.94G → 7.0G a frame, its warps' lane slots 3.9G → 25.9G (27% of them testing a point at
+frame 11: a warp's row costs its fullest lane, beside crowded cells up to 7,068 points), 2.0M of the 14.5M
+gathered nodes test ≥ 1,023 points, one 52,215; the gather issues ~1 lane slot a cycle a lane, so the lever left
+is the lanes' balance. Each node tile over 4 blocks (``gather_split``, the default since): gather 28.8 → 26.4 ms
+at frame 11, the same bits. The tags placed with a particle's images' atomics together: no faster (removed).
+φ copied while made (``surface_overlap``, ``VOXFX_LEVEL_SET_COPY=overlap``): no faster, opt-in.
 """
 
 from __future__ import annotations
@@ -94,10 +102,14 @@ SORT_CELL_LIMITS = ("default", "1024", "2048", "4096", "8192")  # VOXFX_LEVEL_SE
 # sums (8M: ≤ 4.2e-6·R)
 LEVEL_SET_SUMS = ("fused", "plain")
 # VOXFX_LEVEL_SET_GATHER_SPLIT (gather_split; s23c, issue 24): the lean gather's node tile over this many blocks
-# (particle_level_set_lean_split, TILE's 512 threads / split a block; "1": one block a tile, the kernel before). A
-# block frees its SM slots only when its slowest warp ends; after the 65M splash a tile's few warps beside
-# crowded cells held the other warps' slots. Every node gathers as before: the same φ bits
-GATHER_SPLITS = ("1", "2", "4", "8")
+# (particle_level_set_lean_split, TILE's 512 threads / split a block; "1": one block a tile, the kernel before, the
+# A/B). A block frees its SM slots only when its slowest warp ends; after the 65M splash a tile's few warps beside
+# crowded cells held the other warps' slots (gather_work at frame 11: the tiles' block slots 40.4G, a quarter
+# block's 31.3G, the warps' own 25.9G lane slots for 7.0G tests). Every node gathers as before: the same φ bits.
+# "4" the default since s23c: H100 80GB HBM3, 65M Fast frames 6–11 in one process (--level-set-modes), gather
+# 138.9 → 128.8 ms, level_set() to the host 235.8 → 230.6 ms (frame 11: 28.8 → 26.4, 52.9 → 50.3); 8M frames
+# 6–11 gather 18.9 → 17.4 ms; φ the same bits every frame
+GATHER_SPLITS = ("4", "1", "2", "8")
 # VOXFX_LEVEL_SET_GATHER_WORK=1 (benches, with STATS): the gather's work counters (flip_surface_lean.cu
 # gather_work) into STATS, launched after the gather's mark (they land in the next stage's time)
 LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks a tile an SM (_3; no faster)
@@ -138,7 +150,7 @@ def level_set_sums(mode=None) -> str:
 
 def gather_split(given=None) -> int:
     """Blocks a node tile of the lean gather (``GATHER_SPLITS``): *given*, else
-    ``VOXFX_LEVEL_SET_GATHER_SPLIT``, else 1."""
+    ``VOXFX_LEVEL_SET_GATHER_SPLIT``, else 4."""
     return int(env_choice("VOXFX_LEVEL_SET_GATHER_SPLIT", GATHER_SPLITS, given and str(given)))
 
 

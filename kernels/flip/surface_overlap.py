@@ -10,8 +10,16 @@ chunks. Every node is gathered and smoothed as in one launch each: φ the same b
 step (the sparse liquid's outputs, ``closed_level_set``'s default); otherwise the level set runs whole and
 ``host_copy`` copies it after.
 
-Why: at 65M particles the level set's φ (85.1M nodes, 340 MB at frame 11 of the Fast dam break) took ~6 ms
-to copy after the device's ~46 ms (bench/RESULTS.md, s23c), the copy engine idle until then.
+Why: at 65M particles the level set's φ (85.1M nodes, 340 MB at frame 11 of the Fast dam break) takes ~6.5 ms
+to copy after the device's ~46 ms, the copy engine idle until then.
+
+Measured (s23c's call 2; NVIDIA H100 80GB HBM3, driver 580.159.04; ``bench/flip_sparse.py --row 65m --frames 12
+--timing fast --level-set --trim --level-set-modes``, each way's ``level_set()`` to the host timed in one
+process, its bits the device φ's in every frame): no faster — frames 6–11 235.8 ms "pinned" → 244.5 "overlap"
+(frame 11 52.9 → 53.9); with the gather split in 4 230.6 → 229.0. Opt-in, not the default. Likely why: the
+chunks run from z = 0 up, and the dam break's liquid (the gather's work) lies low, so the light upper chunks
+and most copies come last; gathering the chunks from the top down (smoothing chunk c once chunk c − 1 is
+gathered) would leave only the last, heaviest chunk's copy exposed — not measured.
 """
 
 from __future__ import annotations

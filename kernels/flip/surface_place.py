@@ -32,7 +32,9 @@ the six frames): place 4.85 (lean) → 2.44 (tags), order cells 1.28 → 1.54, t
 place 4.85 / 4.66 → 2.05 / 2.45. A third way, "grouped" (lean's points and tags with the images
 by warp groups), was slower than lean (count 1.73 → 2.40, place 4.85 → 5.78: a warp's match
 and shuffles a combo cost more than the atomics they save) and was removed after the call
-(bench/RESULTS.md, h17e).
+(bench/RESULTS.md, h17e). A fourth, "tags-batch" (s23c: tags-plain with a particle's up to 7 images'
+atomics issued together, then their stores), gave the 65M Fast frames 6–11's place 33.7 → 33.9 ms (H100, one
+process, the same bits) and was removed after the call (bench/RESULTS.md, s23c).
 """
 
 from __future__ import annotations
@@ -43,9 +45,7 @@ from ..grid.launch import Kernels
 from ..settings import env_choice
 from .surface_gpu import _OPTIONS, _THREADS, _TILE_DEFINES
 
-# VOXFX_LEVEL_SET_PLACE (place_way); the first the default. "tags-batch" (s23c, issue 24): tags-plain with a
-# particle's up to 7 images' atomics issued together, then their stores (flip_surface_place.cu)
-PLACE_WAYS = ("tags-plain", "tags", "lean", "tags-batch")
+PLACE_WAYS = ("tags-plain", "tags", "lean")  # VOXFX_LEVEL_SET_PLACE (place_way); the first the default
 GROUPED_COUNT = ("tags",)  # the ways counting by surface_count_grouped (the others: lean's count)
 _K = Kernels("flip_surface_place.cu", _OPTIONS, _THREADS, defines=_TILE_DEFINES)
 
@@ -65,12 +65,10 @@ def count(pos, n, wall_args, cell_args, counts, bad) -> None:
 
 def place(way, pos, n, wall_args, cell_args, starts, fill, points, cp):
     """The tags (uint32, *points*) of the particles and their images in their cells' slots from
-    *starts*, *fill* zeroed (any order within a cell): *way* "tags", "tags-plain" or "tags-batch"."""
+    *starts*, *fill* zeroed (any order within a cell): *way* "tags" or "tags-plain"."""
     tags = cp.empty(points, cp.uint32)
     if n:
-        name = {"tags": "surface_place_tags", "tags-batch": "surface_place_tags_batch"}.get(way,
-                                                                                           "surface_place_tags_plain")
-        _K.launch(name, n, (
+        _K.launch("surface_place_tags" if way == "tags" else "surface_place_tags_plain", n, (
             pos, np.int64(n), *wall_args, *cell_args, starts, fill, tags))
     return tags
 

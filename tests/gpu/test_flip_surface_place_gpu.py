@@ -1,5 +1,5 @@
 """The level set's binning ways that place the tags alone (kernels/flip/surface_place.py,
-``VOXFX_LEVEL_SET_PLACE``: "tags", "tags-plain", "tags-batch") on the device against "lean", the default: the
+``VOXFX_LEVEL_SET_PLACE``: "tags", "tags-plain") on the device against "lean", the default: the
 same counts per binning cell, every cell filled, the same list of points in each cell's tag
 order bit for bit (the warps' groups of 32 lanes, which the host harness, a lane a warp, cannot
 show), and φ the same bits — in a box with a corner ball, a pool in seeding order (whole warps
@@ -19,7 +19,7 @@ from voxfx.kernels.flip.sim import FlipSimulation
 from voxfx.kernels.flip.surface import closed_level_set, surface_grid, surface_radii
 from voxfx.kernels.grid import GridSpec
 
-WAYS = ("tags", "tags-plain", "tags-batch")
+WAYS = ("tags", "tags-plain")
 
 
 def binned(way, pos, spec, r, R):

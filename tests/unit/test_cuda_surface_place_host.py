@@ -122,22 +122,8 @@ int main() {
                                       ptags.data(), starts.data(), points, CELLS, limit, pordered.data()));
     at_slots = pordered;
     crowded(at_slots, ptags, starts, limit, pordered);
-    // tags-batch: as tags-plain, a particle's images' atomics issued together
-    std::vector<unsigned> btags(points);
-    std::vector<float4> bordered(points);
-    std::fill(fill.begin(), fill.end(), 0);
-    for (ll t = 0; t < n; ++t) {
-        at(perm[t]);
-        surface_place_tags_batch(pos.data(), n, WALLS, CELLS, starts.data(), fill.data(), btags.data());
-    }
-    fill_same = fill_same && fill == counts;
-    LAUNCH(points, surface_order_tags(pos.data(), radii.data(), stride, n, lox, loy, loz, hix, hiy, hiz,
-                                      btags.data(), starts.data(), points, CELLS, limit, bordered.data()));
-    at_slots = bordered;
-    crowded(at_slots, btags, starts, limit, bordered);
-    printf("%lld %d\n%d %d\n%d %d %d %d\n%lld\n", points, bad[0], counts_same, fill_same,
-           (int)same_bits(tordered, want), (int)same_bits(pordered, want), (int)same_bits(bordered, want),
-           (int)same_bits(placed, want), over);
+    printf("%lld %d\n%d %d\n%d %d %d\n%lld\n", points, bad[0], counts_same, fill_same, (int)same_bits(tordered, want),
+           (int)same_bits(pordered, want), (int)same_bits(placed, want), over);
     return 0;
 }
 """
@@ -175,9 +161,9 @@ def _check(run, pos, radii, grid, R, walls=None, limit=1 << 30, seed=0):
     list already lean's, cells over the limit)."""
     perm = np.random.default_rng(seed).permutation(len(pos))
     out = run(_lines(pos, radii, grid, R, walls, limit, perm))
-    points, bad, counts_same, fill_same, tags_same, plain_same, batch_same, placed_same, over = (int(x) for x in out)
-    assert counts_same == 1 and fill_same == 1  # the grouped count is lean's; the three places fill every cell
-    assert tags_same == 1 and plain_same == 1 and batch_same == 1  # each cell in tag order: lean's list, bit for bit
+    points, bad, counts_same, fill_same, tags_same, plain_same, placed_same, over = (int(x) for x in out)
+    assert counts_same == 1 and fill_same == 1  # the grouped count is lean's; both places fill every cell
+    assert tags_same == 1 and plain_same == 1  # each cell's points in tag order: lean's list, bit for bit
     return points, bad, placed_same, over
 
 
@@ -201,7 +187,7 @@ def test_image_combos_are_the_combos_wall_image_allows(harness):
 @pytest.mark.parametrize("limit", [1 << 30, 2048, 40, 2])
 def test_closed_box_every_way_gives_lean_counts_and_list(harness, limit):
     """Particles in a box with a ball in a corner (7 images a particle) and a pile of 1,500
-    points in one corner cell: tags, tags-plain and tags-batch give lean's counts and, ordered (cells over
+    points in one corner cell: tags and tags-plain give lean's counts and, ordered (cells over
     *limit* sorted apart), lean's list; the shuffled place alone does not (the check can fail)."""
     rng = np.random.default_rng(limit % 97)
     h = float(rng.uniform(0.02, 0.06))
@@ -231,13 +217,11 @@ def test_open_level_set_with_radii_non_finite_and_far_particles(harness):
 
 
 # Mutants of flip_surface_place.cu: combo 1 (the low x wall) dropped from the combo word; the rank
-# counting the larger tags; y mirrored by x's choice in surface_order_tags; tags-batch's image tag with
-# y's and z's choices swapped.
+# counting the larger tags; y mirrored by x's choice in surface_order_tags.
 _MUTANTS = {"combo": ("return (ax * ys * zs) & ~1u;", "return (ax * ys * zs) & ~3u;"),
             "rank": ("rank += tags[u] < t ? 1 : 0;\n    out[first + rank] = q;",
                      "rank += tags[u] > t ? 1 : 0;\n    out[first + rank] = q;"),
-            "mirror": ("pos[3 * p + 1], (int)((combo / 3u) % 3u)", "pos[3 * p + 1], (int)(combo % 3u)"),
-            "batch": ("((c2 * 3 + c1) * 3 + c0) * n + p", "((c1 * 3 + c2) * 3 + c0) * n + p")}
+            "mirror": ("pos[3 * p + 1], (int)((combo / 3u) % 3u)", "pos[3 * p + 1], (int)(combo % 3u)")}
 
 
 @pytest.mark.parametrize("name", sorted(_MUTANTS))
@@ -256,10 +240,8 @@ def test_mutants_fail(tmp_path_factory, name):
     r, R = surface_radii(h, 8)
     out = [int(x) for x in run(_lines(pos, np.float32(r), surface_grid(spec), R, spec, 1 << 30,
                                       np.random.default_rng(1).permutation(len(pos))))]
-    counts_same, tags_same, plain_same, batch_same = out[2], out[4], out[5], out[6]
+    counts_same, tags_same, plain_same = out[2], out[4], out[5]
     if name == "combo":  # the grouped count ("tags") misses the low-x images; tags-plain counts as lean
-        assert counts_same == 0 and plain_same == 1 and batch_same == 1
-    elif name == "batch":  # tags-batch's images' tags name other combos: another list
-        assert counts_same == 1 and tags_same == 1 and plain_same == 1 and batch_same == 0
-    else:  # the ordering the tag ways share
-        assert counts_same == 1 and tags_same == 0 and plain_same == 0 and batch_same == 0
+        assert counts_same == 0 and plain_same == 1
+    else:  # the ordering both tag ways share
+        assert counts_same == 1 and tags_same == 0 and plain_same == 0
