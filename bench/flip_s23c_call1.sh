@@ -1,3 +1,4 @@
+# A record: VOXFX_LEVEL_SET_PLACE=tags-batch was removed after call 2 (no faster), so this script no longer runs as is.
 # s23c's first device call (issue 24: the 65M user frame's level set, ~52 ms → ≤ 35): the lean gather with a
 # node tile over 4 or 8 blocks (VOXFX_LEVEL_SET_GATHER_SPLIT) and the tags placed with a particle's images'
 # atomics together (VOXFX_LEVEL_SET_PLACE=tags-batch); the gather's work counters (VOXFX_LEVEL_SET_GATHER_WORK=1).

@@ -1,3 +1,4 @@
+# A record: VOXFX_LEVEL_SET_PLACE=tags-batch was removed after call 2 (no faster), so this script no longer runs as is.
 # s23c's second device call (issue 24: the 65M user frame's level set, ~52 ms → ≤ 35). Call 1 ran the surface GPU
 # files (split gather, tags-batch: passed) and the 8M frames, but its 65M frames stopped on a bench format error
 # (a list in STATS), now fixed. Here: the new overlap file and the bricks/place files beside the warm-up, then the
