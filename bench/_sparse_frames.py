@@ -37,7 +37,8 @@ def timed_level_set(sim, mode):
     stages end with the copies: "pinned" (``backend.to_host``, a block of φ's exact size),
     "pinned class" (``surface_host_copy.host_copy``'s, a block of its size class, CuPy's pool
     reusing it from frame to frame) and "pageable" (``.get()``); the level set's own
-    numbers (points, fullest cell) follow as stages too (``surface_gpu.STATS``)."""
+    numbers (points, fullest cell) follow as stages too (``surface_gpu.STATS``), and the way's own
+    ``level_set()`` to the host, timed whole, with whether its bits are the device φ's."""
     import time
 
     import cupy as cp
@@ -59,6 +60,11 @@ def timed_level_set(sim, mode):
         b = time.perf_counter()
         marks, surface_gpu.PROFILE = surface_gpu.PROFILE, None
         stats, surface_gpu.STATS = surface_gpu.STATS, None
+        e = time.perf_counter()
+        on_host = sim.level_set()  # the way's level_set() to the host (VOXFX_LEVEL_SET_COPY's way), timed whole
+        stats["level_set() to host ms"] = (time.perf_counter() - e) * 1e3
+        stats["host bits same"] = float(on_host.tobytes() == phi.get().tobytes())
+        del on_host
     finally:
         for k, v in kept.items():
             if v is None:

@@ -343,3 +343,24 @@ extern "C" __global__ void smooth_level_set_bricks(const float* __restrict__ phi
     if (cut) value = fmaxf(value, box_distance_at(i, j, k, ox, oy, oz, h, lox, loy, loz, hix, hiy, hiz, band));
     out[node] = value;
 }
+
+// smooth_level_set_bricks over the tiles first … first + gridDim.x − 1 (surface_overlap: φ smoothed a
+// chunk of z layers of tiles at a time, each chunk copied to the host while the next gathers).
+extern "C" __global__ void smooth_level_set_bricks_from(const float* __restrict__ phi,
+                                                        const unsigned char* __restrict__ near, int nbx, int nby,
+                                                        int nx, int ny, int nz, float step, float flat, float band,
+                                                        int cut, float ox, float oy, float oz, float h, float lox,
+                                                        float loy, float loz, float hix, float hiy, float hiz,
+                                                        float* __restrict__ out, long long first)
+{
+    long long b = first + blockIdx.x, node;
+    int i, j, k;
+    if (!tile_node(b, threadIdx.x, nbx, nby, nx, ny, nz, &i, &j, &k, &node)) return;
+    if (!near[b]) {
+        out[node] = band;
+        return;
+    }
+    float value = smoothed(phi, i, j, k, nx, ny, nz, step, flat, band);
+    if (cut) value = fmaxf(value, box_distance_at(i, j, k, ox, oy, oz, h, lox, loy, loz, hix, hiy, hiz, band));
+    out[node] = value;
+}

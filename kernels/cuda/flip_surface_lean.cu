@@ -270,3 +270,125 @@ extern "C" __global__ void __launch_bounds__(TILE_X * TILE_Y * TILE_Z, 3) partic
     gather_tile_lean(packed, starts, active, interior, skip, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz,
                      inv_edge, cx, cy, cz, R, band, phi);
 }
+
+// ---------------------------------------------------------------- the gather split over blocks
+
+// particle_level_set_lean with each node tile's TILE_X·TILE_Y·TILE_Z nodes over *parts* blocks of
+// blockDim.x = that / parts threads (block β: tile β / parts, its threads the tile's nodes from
+// (β % parts)·blockDim.x on): every node gathers as there, the same φ bit for bit
+// (surface_gpu.gather_split, VOXFX_LEVEL_SET_GATHER_SPLIT). A block ends when its slowest warp
+// ends and only then frees its slots on the SM: a tile whose few warps sum crowded cells holds
+// 16 warps' slots with one block a tile, 16 / parts with more.
+__device__ __forceinline__ void gather_tile_lean_at(long long b, int t, const float4* __restrict__ packed,
+                                                    const int* __restrict__ starts,
+                                                    const unsigned char* __restrict__ active,
+                                                    const unsigned char* __restrict__ interior, int skip, int nbx,
+                                                    int nby, int nx, int ny, int nz, float ox, float oy, float oz,
+                                                    float h, float cox, float coy, float coz, float inv_edge, int cx,
+                                                    int cy, int cz, float R, float band, float* __restrict__ phi)
+{
+    long long node;
+    float x, y, z;
+    if (!tile_gather_node_at(b, t, active, nbx, nby, nx, ny, nz, ox, oy, oz, h, band, phi, node, x, y, z)) return;
+    if (interior_at(interior, skip, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz)) {
+        phi[node] = -band;  // deep inside: no gather (the interior skip)
+        return;
+    }
+    phi[node] = node_phi_lean(packed, starts, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, band);
+}
+
+// first: the tile of block 0 (surface_overlap: the tiles in chunks of z layers, each chunk a launch).
+extern "C" __global__ void particle_level_set_lean_split(GATHER_LEAN_ARGS, int parts, long long first)
+{
+    gather_tile_lean_at(first + blockIdx.x / parts, (int)(blockIdx.x % parts) * blockDim.x + threadIdx.x, packed, starts,
+                        active, interior, skip, nbx, nby, nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy,
+                        cz, R, band, phi);
+}
+
+// ---------------------------------------------------------------- the gather's work (benches)
+
+// What the lean gather of one launch does (surface_gpu.GATHER_WORK, bench/flip_sparse.py
+// --level-set-modes): node_phi_lean's rows and cell ranges walked without the points, one block a
+// tile as the gather. out (unsigned long long, zeroed): [0] Σ points tested over the gathered
+// nodes; [1] Σ over warps and rows of 32 × the row's most points a lane tests (the lanes' slots
+// the warp spends); [2] nodes gathered; [3] interior nodes; [4] Σ over tiles of 16 × its slowest
+// warp's Σ of row maxima × 32 (a block a tile: the SM's slots the block holds); [5] the same with
+// a tile over 4 blocks of 4 warps; [6] the most points a node tests; [8 + b] nodes testing points
+// in [2^b − 1, 2^(b+1) − 1), b < 24. Device only (warp reductions): the host harnesses' stubs
+// (tests/cuda_host.py) define blockIdx as a macro, and leave it out.
+#ifndef blockIdx
+extern "C" __global__ void gather_work(const int* __restrict__ starts, const unsigned char* __restrict__ active,
+                                       const unsigned char* __restrict__ interior, int skip, int nbx, int nby,
+                                       int nx, int ny, int nz, float ox, float oy, float oz, float h, float cox,
+                                       float coy, float coz, float inv_edge, int cx, int cy, int cz, float R,
+                                       unsigned long long* __restrict__ out)
+{
+    __shared__ unsigned long long warp_time[TILE_X * TILE_Y * TILE_Z / 32];
+    __shared__ unsigned int hist[24];
+    const long long b = blockIdx.x;
+    if (!active[b]) return;  // the whole block
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    if (t < 24) hist[t] = 0;
+    __syncthreads();
+    int i, j, k;
+    long long node;
+    const bool in = tile_node(b, t, nbx, nby, nx, ny, nz, &i, &j, &k, &node);
+    const bool row_in = j < ny && k < nz;  // the same for the warp's lanes (a row of TILE_X = 32 nodes)
+    const float x = ((float)i + 0.5f) * h + ox, y = ((float)j + 0.5f) * h + oy, z = ((float)k + 0.5f) * h + oz;
+    const bool inner = in && interior_at(interior, skip, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz);
+    const bool gathers = in && !inner;
+    unsigned long long mine = 0, slots = 0;
+    if (row_in) {
+        float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
+        float Rc = R * inv_edge + SLACK;
+        int klo = max((int)floorf(uz - Rc), 0), khi = min((int)floorf(uz + Rc), cz - 1);
+        int jlo = max((int)floorf(uy - Rc), 0), jhi = min((int)floorf(uy + Rc), cy - 1);
+        for (int ck = klo; ck <= khi; ++ck) {
+            float gz = gap_to_cell(uz, ck);
+            float left_z = Rc * Rc - gz * gz;
+            if (left_z <= 0.0f) continue;
+            for (int cj = jlo; cj <= jhi; ++cj) {
+                float gy = gap_to_cell(uy, cj);
+                float left = left_z - gy * gy;
+                if (left <= 0.0f) continue;
+                float half = sqrtf(left);
+                int ilo = max((int)floorf(ux - half - SLACK), 0), ihi = min((int)floorf(ux + half + SLACK), cx - 1);
+                int row = (ck * cy + cj) * cx;
+                unsigned int trip = gathers && ilo <= ihi ? (unsigned int)(starts[row + ihi + 1] - starts[row + ilo]) : 0u;
+                mine += trip;
+                slots += 32ull * __reduce_max_sync(0xffffffffu, trip);
+            }
+        }
+    }
+    if (lane == 0) warp_time[warp] = slots;
+    if (gathers) {
+        int bucket = 0;
+        while (bucket < 23 && mine + 1 >= (2ull << bucket)) ++bucket;
+        atomicAdd(&hist[bucket], 1u);
+        atomicMax(out + 6, mine);
+    }
+    const unsigned int tests = __reduce_add_sync(0xffffffffu, (unsigned int)mine);
+    const unsigned int gathered = __popc(__ballot_sync(0xffffffffu, gathers));
+    const unsigned int inners = __popc(__ballot_sync(0xffffffffu, inner));
+    if (lane == 0) {
+        atomicAdd(out + 0, (unsigned long long)tests);
+        atomicAdd(out + 1, slots);
+        atomicAdd(out + 2, (unsigned long long)gathered);
+        atomicAdd(out + 3, (unsigned long long)inners);
+    }
+    __syncthreads();
+    if (t == 0) {
+        const int warps = TILE_X * TILE_Y * TILE_Z / 32;
+        unsigned long long most = 0, quarter = 0;
+        for (int w = 0; w < warps; w += 4) {
+            unsigned long long m4 = 0;
+            for (int v = w; v < w + 4 && v < warps; ++v) m4 = m4 > warp_time[v] ? m4 : warp_time[v];
+            most = most > m4 ? most : m4;
+            quarter += 4ull * m4;
+        }
+        atomicAdd(out + 4, (unsigned long long)warps * most);
+        atomicAdd(out + 5, quarter);
+    }
+    if (t < 24 && hist[t]) atomicAdd(out + 8 + t, (unsigned long long)hist[t]);
+}
+#endif  // blockIdx

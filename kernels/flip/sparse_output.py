@@ -88,19 +88,25 @@ def level_set(sim, progress=None, on_device=False):
     from .sim import phi_out
     from .surface import closed_level_set, particle_level_set
 
+    from .surface_host_copy import copy_way, host_block, host_copy
+    from .surface_overlap import HostSink
+
     r, R = surface_radii(sim.spec.voxel_size, sim.settings.particles_per_cell)
     grown = surface_grid(liquid_region(sim))
+    most = 4 * surface_grid(sim.spec).voxel_count if sim.boundary == "closed" else 0  # the box's largest φ
+    # VOXFX_LEVEL_SET_COPY=overlap: φ into a pinned block while the device makes it (surface_overlap)
+    sink = HostSink(host_block(grown.array_shape, most)) if not on_device and sim.xp is not np and \
+        copy_way() == "overlap" else None
     if sim.boundary == "closed":
         phi = closed_level_set(sim.pos, sim.spec, radius=r, kernel_radius=R, xp=sim.xp, progress=progress,
-                               grid=grown)
+                               grid=grown, host=sink)
     else:
-        phi = particle_level_set(sim.pos, grown, radius=r, kernel_radius=R, xp=sim.xp, progress=progress)
+        phi = particle_level_set(sim.pos, grown, radius=r, kernel_radius=R, xp=sim.xp, progress=progress, host=sink)
     if on_device or sim.xp is np:
         return phi_out(phi, on_device, pinned=False)
-    from .surface_host_copy import host_copy
-
-    most = 4 * surface_grid(sim.spec).voxel_count if sim.boundary == "closed" else 0  # the box's largest φ
-    return host_copy(phi, most=most)  # pinned (VOXFX_LEVEL_SET_COPY=pageable: the .get() it took before)
+    if sink is not None and sink.filled:
+        return sink.array
+    return host_copy(phi, way="pinned" if sink is not None else None, most=most)  # pinned (or pageable: .get())
 
 
 def cell_velocity(grid, region: GridSpec, spec: GridSpec, padding: int = 0, pinned: bool = False):

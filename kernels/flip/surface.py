@@ -102,7 +102,7 @@ CHUNK_CELLS = 1 << 14  # liquid_volume: crossed cells sub-sampled at once
 # --------------------------------------------------------------------------- public API
 
 def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, smooth_iterations=1,
-                       band=None, progress=None, interior=None):
+                       band=None, progress=None, interior=None, host=None):
     """φ (nz, ny, nx) float32 on *xp* (default: the current backend) over *spec*'s voxel
     centres: the Zhu–Bridson particle level set, negative inside the liquid.
 
@@ -113,7 +113,8 @@ def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None,
     mean-curvature smoothing (module text). Raises ``InputError`` for non-finite
     particles or bad radii. *progress* hears per slab on the CPU (False: ``Cancelled``).
     *interior*: skip the nodes deep inside (φ = −band, no gather; ``surface_interior``),
-    default ``VOXFX_LEVEL_SET_INTERIOR``.
+    default ``VOXFX_LEVEL_SET_INTERIOR``. *host*: a ``surface_overlap.HostSink`` the GPU way may
+    fill with φ while making it (its ``filled`` says whether it did).
     """
     from .surface_gpu import _bricks_gpu, _level_set_gpu, _mark, level_set_mode
     from .surface_interior import interior_nodes_cpu, interior_rule, interior_skip
@@ -143,7 +144,7 @@ def particle_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None,
         return phi
     if level_set_mode() != "legacy":  # bricks, lean
         return _bricks_gpu(_shape_checked(xp.asarray(pos), xp), radii if scalar else xp.asarray(radii), spec, R,
-                           band, smooth_iterations, interior=rule)
+                           band, smooth_iterations, interior=rule, host=host)
     pos = _positions(xp.asarray(pos), xp)
     if not scalar:
         radii = xp.asarray(radii)
@@ -162,7 +163,7 @@ def surface_grid(spec: GridSpec, padding: int = None) -> GridSpec:
 
 
 def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, smooth_iterations=1, band=None,
-                     padding=None, progress=None, grid=None, interior=None):
+                     padding=None, progress=None, grid=None, interior=None, host=None):
     """φ of the liquid in the closed box *spec* (the simulation grid: its faces are the
     walls), over ``surface_grid(spec, padding)``: a level set whose zero crossing is a
     closed surface that meets the walls where the liquid touches them, as FLIP Fluids'
@@ -186,7 +187,7 @@ def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, s
     Same arguments as ``particle_level_set`` (*band* also bounds d_box), *padding* cells
     beyond each wall (default ``WALL_CELLS``, the narrow band); *grid*: another grid on the
     box's lattice to evaluate φ over (a sparse liquid's region in a large box,
-    ``sparse_output.liquid_region``), the walls still *spec*'s; *interior* as there (the
+    ``sparse_output.liquid_region``), the walls still *spec*'s; *interior* and *host* as there (the
     images count in the cells)."""
     from .surface_gpu import _bricks_gpu, _mark, level_set_mode
     from .surface_interior import interior_rule, interior_skip
@@ -206,7 +207,7 @@ def closed_level_set(pos, spec: GridSpec, radius, kernel_radius=None, xp=None, s
             raise InputError(f"smoothing iterations must be 0 or more, not {int(smooth_iterations)}")
         rule = interior_rule(grown, R, r_max, int(smooth_iterations)) if interior_skip(interior) else None
         return _bricks_gpu(_shape_checked(xp.asarray(pos), xp), radii if scalar else xp.asarray(radii), grown, R,
-                           band, int(smooth_iterations), walls=spec, reach=R + h, interior=rule)
+                           band, int(smooth_iterations), walls=spec, reach=R + h, interior=rule, host=host)
     pos = xp.asarray(pos)
     ghosts, source = mirror_at_walls(pos, spec, R + h, xp)
     if not scalar:

@@ -55,6 +55,14 @@ From frame 0 to 11 the points grew 68.8M → 91.0M (the walls' images 3.2M → 2
 slower): the nodes that would test over 2,048 points gathered apart in full warps by a flat
 row loop (0.9M such nodes at frame 10): gather 31.3 → 52.1 ms; cells over 256 points (not 1,024)
 sorted apart: order cells 3.7 → 5.2 ms.
+
+Session 23 (s23c; H100 80GB HBM3, the 65M Fast frames 0–11 in one process, ``gather_work``'s counters): the
+gather's tests grow 0.94G → 7.0G a frame, its warps' lane slots 3.9G → 25.9G (27% of them testing a point at
+frame 11: a warp's row costs its fullest lane, beside crowded cells up to 7,068 points), 2.0M of the 14.5M
+gathered nodes test ≥ 1,023 points, one 52,215; the gather issues ~1 lane slot a cycle a lane, so the lever left
+is the lanes' balance. Each node tile over 4 blocks (``gather_split``, the default since): gather 28.8 → 26.4 ms
+at frame 11, the same bits. The tags placed with a particle's images' atomics together: no faster (removed).
+φ copied while made (``surface_overlap``, ``VOXFX_LEVEL_SET_COPY=overlap``): no faster, opt-in.
 """
 
 from __future__ import annotations
@@ -93,6 +101,17 @@ SORT_CELL_LIMITS = ("default", "1024", "2048", "4096", "8192")  # VOXFX_LEVEL_SE
 # unfused); every way the same φ bits as the others in either mode; the modes' φ differ by float32 rounding of the
 # sums (8M: ≤ 4.2e-6·R)
 LEVEL_SET_SUMS = ("fused", "plain")
+# VOXFX_LEVEL_SET_GATHER_SPLIT (gather_split; s23c, issue 24): the lean gather's node tile over this many blocks
+# (particle_level_set_lean_split, TILE's 512 threads / split a block; "1": one block a tile, the kernel before, the
+# A/B). A block frees its SM slots only when its slowest warp ends; after the 65M splash a tile's few warps beside
+# crowded cells held the other warps' slots (gather_work at frame 11: the tiles' block slots 40.4G, a quarter
+# block's 31.3G, the warps' own 25.9G lane slots for 7.0G tests). Every node gathers as before: the same φ bits.
+# "4" the default since s23c: H100 80GB HBM3, 65M Fast frames 6–11 in one process (--level-set-modes), gather
+# 138.9 → 128.8 ms, level_set() to the host 235.8 → 230.6 ms (frame 11: 28.8 → 26.4, 52.9 → 50.3); 8M frames
+# 6–11 gather 18.9 → 17.4 ms; φ the same bits every frame
+GATHER_SPLITS = ("4", "1", "2", "8")
+# VOXFX_LEVEL_SET_GATHER_WORK=1 (benches, with STATS): the gather's work counters (flip_surface_lean.cu
+# gather_work) into STATS, launched after the gather's mark (they land in the next stage's time)
 LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks a tile an SM (_3; no faster)
 # VOXFX_LEVEL_SET_BOUNDS=1 (default): an open or large liquid's region from particle_bounds (one pass, one host read);
 # 0: six reductions and reads of the cell coordinates (sparse_output.liquid_region), the A/B baseline. The same region
@@ -127,6 +146,12 @@ def level_set_sums(mode=None) -> str:
     """How the gathers add a particle's terms to a node's sums (voxfx_surface.cuh's add_terms,
     ``LEVEL_SET_SUMS``): *mode*, else ``VOXFX_LEVEL_SET_SUMS``, else fused."""
     return env_choice("VOXFX_LEVEL_SET_SUMS", LEVEL_SET_SUMS, mode)
+
+
+def gather_split(given=None) -> int:
+    """Blocks a node tile of the lean gather (``GATHER_SPLITS``): *given*, else
+    ``VOXFX_LEVEL_SET_GATHER_SPLIT``, else 4."""
+    return int(env_choice("VOXFX_LEVEL_SET_GATHER_SPLIT", GATHER_SPLITS, given and str(given)))
 
 
 def level_set_mode(mode=None) -> str:
@@ -277,6 +302,18 @@ def _gather_kernel(R) -> tuple:
         "particle_level_set_lean"
 
 
+def _gather_work(active, starts, interior_flags, skip, nb, grid_args, cell_args, R, cp) -> None:
+    """``VOXFX_LEVEL_SET_GATHER_WORK``: the gather's work (flip_surface_lean.cu ``gather_work``'s counters) into
+    ``STATS`` (benches; after the gather's own launch, so its events time the gather alone)."""
+    out = cp.zeros(32, cp.uint64)
+    _K_LEAN.launch_grid("gather_work", (active.size,), (int(np.prod(TILE)),), (
+        starts, active, interior_flags, skip, np.int32(nb[0]), np.int32(nb[1]), *grid_args, *cell_args,
+        np.float32(R), out))
+    o = [int(v) for v in out.get()]
+    STATS.update(tests=o[0], lane_slots=o[1], gathered=o[2], interior=o[3], tile_slots=o[4], quarter_slots=o[5],
+                 most_tests=o[6], tests_255=sum(o[16:32]), tests_1023=sum(o[18:32]), tests_4095=sum(o[20:32]))
+
+
 def _order_crowded(packed, tags, starts, ordered, cp, limit=None):
     """``surface_order_cells`` for the cells of more than *limit* (``SORT_CELL_MAX``) points,
     which it leaves alone: their points (contiguous per cell, any order within it) go to
@@ -394,12 +431,27 @@ def _order_cells(way, binning, packed, tags, pos, radii, scalar, n, wall_args, c
     return ordered
 
 
-def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=0.0, interior=None):
+def _near_bricks(active, nb, smooth_iterations, cp):
+    """The tiles step 5 of ``_bricks_gpu`` smooths (uint8 over the tiles): those of the 3 × 3 × 3 around
+    an active one (the others stay +band), or every tile past min(TILE) steps; None without smoothing."""
+    if not smooth_iterations:
+        return None
+    near = cp.empty_like(active)
+    if smooth_iterations > min(TILE):  # changes may spread past the next tile: smooth every tile
+        near.fill(1)
+    else:
+        _K.launch("dilate_bricks", active.size, (active, *(np.int32(b) for b in nb), near))
+    return near
+
+
+def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=0.0, interior=None, host=None):
     """The "bricks" GPU level set (module text) of the particles *pos* (float32 (N, 3) on
     the device) over *spec*'s nodes: with *walls* (the box's GridSpec) closed as
     ``closed_level_set`` — mirror images of the particles within *reach* of a wall, the
     level set, smoothing, the box cut; without, ``particle_level_set``'s. *interior*:
-    (full, reach) of ``surface_interior``'s skip, from the binning's counts, or None."""
+    (full, reach) of ``surface_interior``'s skip, from the binning's counts, or None. *host*: a
+    ``surface_overlap.HostSink`` — with the lean gather and one smoothing step, φ is copied into its
+    array chunk by chunk while the rest is made (``surface_overlap``), and the sink marked filled."""
     import cupy as cp
 
     nx, ny, nz = spec.shape
@@ -466,27 +518,39 @@ def _bricks_gpu(pos, radii, spec, R, band, smooth_iterations, walls=None, reach=
                                                      active))
     _mark("mark bricks")
     phi = cp.empty(spec.array_shape, dtype=cp.float32)
+    near = _near_bricks(active, nb, smooth_iterations, cp)
+
+    def smooth_args(cut):  # smooth_level_set_bricks' arguments between (phi, near) and its output
+        return (i32(nb[0]), i32(nb[1]), i32(nx), i32(ny), i32(nz), SMOOTH_STEP,
+                f32(FLAT_GRADIENT * spec.voxel_size) ** 2, f32(band), i32(cut), *grid_args[3:], *lo, *hi)
+
     if phi.size:
         gather, name = _gather_kernel(R)
-        gather.launch_grid(name, (active.size,), (int(np.prod(TILE)),), (
-            packed, starts, active, interior_flags, skip, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R),
-            f32(band), phi))
-    del packed, starts, interior_flags
+        args = (packed, starts, active, interior_flags, skip, i32(nb[0]), i32(nb[1]), *grid_args, *cell_args, f32(R),
+                f32(band), phi)
+        split = gather_split() if name == "particle_level_set_lean" else 1
+        if host is not None and name == "particle_level_set_lean" and smooth_iterations == 1:
+            from .surface_overlap import gather_smooth_copy  # φ to the host chunk by chunk as it is made
+
+            phi = gather_smooth_copy(host, phi, gather, args, split, near, nb, smooth_args(walls is not None), _K,
+                                     cp)
+            _mark("gather + smooth + copy")
+            return phi
+        if split > 1:  # the tile's nodes over *split* blocks (GATHER_SPLITS): the same nodes, the same bits
+            name, args = "particle_level_set_lean_split", (*args, i32(split), np.int64(0))
+        gather.launch_grid(name, (active.size * split,), (int(np.prod(TILE)) // split,), args)
     _mark("gather")
+    if phi.size and STATS is not None and os.environ.get("VOXFX_LEVEL_SET_GATHER_WORK", "0") == "1":
+        _gather_work(active, starts, interior_flags, skip, nb, grid_args, cell_args, R, cp)  # benches
+    del packed, starts, interior_flags
     # 5. Smoothing, double-buffered, over the bricks near the active ones (the others stay
     # +band); the walls' cut fused into its last step (or alone without smoothing).
     if smooth_iterations:
-        near = cp.empty_like(active)
-        if smooth_iterations > min(TILE):  # changes may spread past the next tile: smooth every tile
-            near.fill(1)
-        else:
-            _K.launch("dilate_bricks", active.size, (active, *(i32(b) for b in nb), near))
         other = cp.empty_like(phi)
         for step in range(smooth_iterations):
             cut = walls is not None and step == smooth_iterations - 1
             _K.launch_grid("smooth_level_set_bricks", (active.size,), (int(np.prod(TILE)),), (
-                phi, near, i32(nb[0]), i32(nb[1]), i32(nx), i32(ny), i32(nz), SMOOTH_STEP,
-                f32(FLAT_GRADIENT * spec.voxel_size) ** 2, f32(band), i32(cut), *grid_args[3:], *lo, *hi, other))
+                phi, near, *smooth_args(cut), other))
             phi, other = other, phi
     elif walls is not None:
         _K.launch("cut_by_box", spec.voxel_count, (phi, *grid_args, *lo, *hi, f32(band)))

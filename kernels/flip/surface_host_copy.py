@@ -13,7 +13,9 @@ from ..settings import env_choice
 
 # host_copy's ways (VOXFX_LEVEL_SET_COPY), the first the default: "pinned" since its A/B on an H100
 # (below); "pageable", the fresh-memory .get() that sparse_output.level_set took before.
-COPY_WAYS = ("pinned", "pageable")
+# "overlap" (s23c): φ copied into the pinned block chunk by chunk while the device makes it (surface_overlap;
+# the lean gather with one smoothing step, else as "pinned")
+COPY_WAYS = ("pinned", "pageable", "overlap")
 
 
 def pinned_class_bytes(nbytes: int) -> int:
@@ -105,15 +107,29 @@ def host_copy(phi, way=None, most: int = 0, pinned=None):
     ``--trim``) was measured and removed: cudaHostAlloc there and the next frame's pool trim
     (cudaFree) take turns in the driver, so the trim waited the whole lock (37, 58, 66, 111,
     141 ms for 64–256 MiB) — the lock moved, not hidden."""
-    if env_choice("VOXFX_LEVEL_SET_COPY", COPY_WAYS, way) == "pageable":
+    if copy_way(way) == "pageable":
         return np.asarray(phi.get(), dtype=np.float32)
     import cupy as cp
 
     phi = cp.ascontiguousarray(phi, dtype=cp.float32)
-    if pinned_way(pinned) == "domain":
-        block = _lend(cp, phi.nbytes, int(most))
-    else:
-        block = cp.cuda.alloc_pinned_memory(pinned_class_bytes(phi.nbytes))
-    out = np.frombuffer(block, np.float32, phi.size).reshape(phi.shape)
+    out = host_block(phi.shape, most, pinned)
     phi.get(out=out)
     return out
+
+
+def copy_way(given=None) -> str:
+    """``host_copy``'s way (``COPY_WAYS``): *given*, else ``VOXFX_LEVEL_SET_COPY``, else "pinned"."""
+    return env_choice("VOXFX_LEVEL_SET_COPY", COPY_WAYS, given)
+
+
+def host_block(shape, most: int = 0, pinned=None):
+    """A page-locked float32 NumPy array of *shape*, from ``host_copy``'s blocks (``pinned_way``:
+    "domain" for *most* bytes, or CuPy's pinned pool by class)."""
+    import cupy as cp
+
+    count = int(np.prod(shape))
+    if pinned_way(pinned) == "domain":
+        block = _lend(cp, 4 * count, int(most))
+    else:
+        block = cp.cuda.alloc_pinned_memory(pinned_class_bytes(4 * count))
+    return np.frombuffer(block, np.float32, count).reshape(tuple(shape))

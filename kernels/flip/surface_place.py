@@ -32,7 +32,9 @@ the six frames): place 4.85 (lean) → 2.44 (tags), order cells 1.28 → 1.54, t
 place 4.85 / 4.66 → 2.05 / 2.45. A third way, "grouped" (lean's points and tags with the images
 by warp groups), was slower than lean (count 1.73 → 2.40, place 4.85 → 5.78: a warp's match
 and shuffles a combo cost more than the atomics they save) and was removed after the call
-(bench/RESULTS.md, h17e).
+(bench/RESULTS.md, h17e). A fourth, "tags-batch" (s23c: tags-plain with a particle's up to 7 images'
+atomics issued together, then their stores), gave the 65M Fast frames 6–11's place 33.7 → 33.9 ms (H100, one
+process, the same bits) and was removed after the call (bench/RESULTS.md, s23c).
 """
 
 from __future__ import annotations

@@ -151,6 +151,48 @@ def test_lean_gather_built_for_two_or_three_blocks_gives_the_same_bits(monkeypat
               modes=("legacy", "bricks", "lean"))
 
 
+@pytest.mark.parametrize("split", ["2", "4", "8"])
+def test_lean_gather_split_over_blocks_gives_the_same_bits(monkeypatch, split):
+    """VOXFX_LEVEL_SET_GATHER_SPLIT: each node tile over 2, 4 or 8 blocks
+    (particle_level_set_lean_split), closed with the interior skip and smoothing, and open with
+    per-particle radii: lean's φ (one block a tile) bit for bit, and legacy's."""
+    import cupy
+
+    rng = np.random.default_rng()
+    spec, pos = liquid_in_a_box(rng)
+    r, R = surface_radii(spec.voxel_size, 8)
+    radii = rng.uniform(0.5, 1.0, len(pos)).astype(np.float32) * np.float32(r)
+    calls = (lambda: closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy),
+             lambda: particle_level_set(cupy.asarray(pos), spec, cupy.asarray(radii), R, xp=cupy))
+    for call in calls:
+        monkeypatch.setenv("VOXFX_LEVEL_SET_GATHER_SPLIT", "1")
+        whole = both_ways(monkeypatch, call)[0]
+        monkeypatch.setenv("VOXFX_LEVEL_SET_GATHER_SPLIT", split)
+        monkeypatch.setenv("VOXFX_LEVEL_SET", "lean")
+        assert call().get().tobytes() == whole.tobytes()
+
+
+def test_gather_work_counts_the_nodes_and_points_the_gather_tests(monkeypatch):
+    """VOXFX_LEVEL_SET_GATHER_WORK=1 (benches): the gather's work counters in STATS — gathered and
+    interior nodes within the grid's, the warps' slots at least the points tested (a warp's row
+    costs its fullest lane), a tile's block slots at least its quarter blocks', a node's most
+    tests within the total, the nodes of at least 255, 1023, 4095 tests nested — and φ unchanged."""
+    import cupy
+
+    rng = np.random.default_rng(3)
+    spec, pos = liquid_in_a_box(rng)
+    r, R = surface_radii(spec.voxel_size, 8)
+    monkeypatch.setenv("VOXFX_LEVEL_SET", "lean")
+    plain = closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy).get()
+    monkeypatch.setenv("VOXFX_LEVEL_SET_GATHER_WORK", "1")
+    monkeypatch.setattr(surface_gpu, "STATS", {})
+    assert closed_level_set(cupy.asarray(pos), spec, r, R, xp=cupy).get().tobytes() == plain.tobytes()
+    w = surface_gpu.STATS
+    assert 0 < w["gathered"] and w["gathered"] + w["interior"] <= w["nodes"]
+    assert w["tests"] <= w["lane_slots"] <= w["quarter_slots"] <= w["tile_slots"]
+    assert 0 < w["most_tests"] <= w["tests"] and w["tests_4095"] <= w["tests_1023"] <= w["tests_255"] <= w["gathered"]
+
+
 def test_lean_quotient_step_rounds_as_division_over_whole_binades():
     """quotient_mismatches (flip_surface_lean.cu) with the device's y (rcp.approx and a Newton
     step): every d2 mantissa in the binade below R2 and one 2³⁰ below, at R2 of the level

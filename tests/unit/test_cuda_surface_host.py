@@ -28,7 +28,9 @@ from voxfx.kernels.grid import GridSpec
 # Input: 0 walls smooth radius_stride; lo (3) hi (3) reach; nx ny nz; ox oy oz h; cox coy coz
 # inv_edge; cx cy cz; R band step flat (%a); n, pos (3n), radii (n or 1); the legacy list m,
 # points (3m), radii (m or 1). Output: bricks phi (cut when walls), legacy phi (uncut), the
-# non-finite count, 1 where the lean way's starts and gather are the bricks way's bits, the
+# non-finite count, 1 where the lean way's starts and gather (and that gather split over 4 blocks a
+# tile, particle_level_set_lean_split; and one smoothing step by smooth_level_set_bricks_from in three
+# runs of tiles) are the bricks way's bits, the
 # active bricks. Or "1 b e m0 n" (quotients()): quotient_mismatches' count; or "2 n pos"
 # (bounds()): particle_bounds' six order keys.
 HARNESS = STUBS + r"""
@@ -155,12 +157,23 @@ int main() {
             particle_level_set_lean(lord.data(), lstarts_.data(), active.data(), lflags.data(), skip, nbx, nby, nx, ny,
                                     nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz, R, band, lean.data());
         }
+    // lean's gather with each tile over 4 blocks of 128 threads (particle_level_set_lean_split): lean's bits
+    std::vector<float> split(V, NAN);
+    const unsigned part = TILE_X * TILE_Y * TILE_Z / 4;
+    for (ll b = 0; b < 4 * (ll)active.size(); ++b)
+        for (unsigned t = 0; t < part; ++t) {
+            h_block.x = (unsigned)b; h_dim.x = part; h_thread.x = t;
+            particle_level_set_lean_split(lord.data(), lstarts_.data(), active.data(), lflags.data(), skip, nbx, nby,
+                                          nx, ny, nz, ox, oy, oz, h, cox, coy, coz, inv_edge, cx, cy, cz, R, band,
+                                          split.data(), 4, 0);
+        }
     // phi: the bricks gather, not yet smoothed
-    int lean_same = lbad[0] == bad[0] && lstarts_ == starts && !std::memcmp(lean.data(), phi.data(), 4 * V);
+    int lean_same = lbad[0] == bad[0] && lstarts_ == starts && !std::memcmp(lean.data(), phi.data(), 4 * V) &&
+                    !std::memcmp(split.data(), lean.data(), 4 * V);
     std::vector<unsigned char> near(active.size());
     LAUNCH(active.size(), dilate_bricks(active.data(), nbx, nby, nbz, near.data()));
     if (times > std::min(TILE_X, std::min(TILE_Y, TILE_Z))) std::fill(near.begin(), near.end(), 1);
-    std::vector<float> other(V, NAN);
+    std::vector<float> other(V, NAN), gathered(phi);
     for (int s = 0; s < times; ++s) {
         int cut = walls && s == times - 1;
         for (ll b = 0; b < (ll)active.size(); ++b)
@@ -173,6 +186,20 @@ int main() {
     }
     if (walls && times == 0)
         LAUNCH(V, cut_by_box(phi.data(), nx, ny, nz, ox, oy, oz, h, lox, loy, loz, hix, hiy, hiz, band));
+    // one step by smooth_level_set_bricks_from over three runs of tiles (surface_overlap's chunks): the same bits
+    if (times == 1) {
+        std::vector<float> chunked(V, NAN);
+        ll tiles = (ll)active.size(), cut1 = tiles / 3, cut2 = 2 * tiles / 3, ends[4] = {0, cut1, cut2, tiles};
+        for (int c = 0; c < 3; ++c)
+            for (ll b = 0; b < ends[c + 1] - ends[c]; ++b)
+                for (unsigned t = 0; t < TILE_X * TILE_Y * TILE_Z; ++t) {
+                    h_block.x = (unsigned)b; h_dim.x = TILE_X * TILE_Y * TILE_Z; h_thread.x = t;
+                    smooth_level_set_bricks_from(gathered.data(), near.data(), nbx, nby, nx, ny, nz, step, flat, band,
+                                                 walls, ox, oy, oz, h, lox, loy, loz, hix, hiy, hiz, chunked.data(),
+                                                 ends[c]);
+                }
+        lean_same = lean_same && !std::memcmp(chunked.data(), phi.data(), 4 * V);
+    }
 
     // legacy
     std::vector<int> keys(m);

@@ -14,7 +14,7 @@ from voxfx.kernels.flip import (particle_sort, sparse_g2p_gpu, sparse_grid, spar
                                 sparse_topology_ahead, sparse_topology_gpu, sparse_topology_tables,
                                 sparse_topology_tables_ahead,
                                 sparse_topology_update, sparse_transfer,
-                                surface_gpu, surface_host_copy, surface_place, transfer)
+                                surface_gpu, surface_host_copy, surface_overlap, surface_place, transfer)
 
 SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_gpu.gather_mode, "VOXFX_SPARSE_GATHER", sparse_gpu.GATHERS, "scatter"),
@@ -34,6 +34,10 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (surface_gpu.level_set_mode, "VOXFX_LEVEL_SET", surface_gpu.LEVEL_SET_MODES, "lean"),
     (surface_place.place_way, "VOXFX_LEVEL_SET_PLACE", surface_place.PLACE_WAYS, "tags-plain"),
     (surface_gpu.level_set_sums, "VOXFX_LEVEL_SET_SUMS", surface_gpu.LEVEL_SET_SUMS, "fused"),
+    (lambda given=None: str(surface_gpu.gather_split(given)), "VOXFX_LEVEL_SET_GATHER_SPLIT",
+     surface_gpu.GATHER_SPLITS, "4"),
+    (lambda given=None: str(surface_overlap.copy_chunks(given)), "VOXFX_LEVEL_SET_COPY_CHUNKS",
+     surface_overlap.COPY_CHUNKS, "8"),
     (transfer.speed_max_mode, "VOXFX_MAX_SPEED", transfer.SPEED_MAXIMA, "blocks"),
     (sparse_pressure_solve_ahead.mode, "VOXFX_SPARSE_SOLVE_AHEAD", sparse_pressure_solve_ahead.MODES, "1"),
     (sparse_pressure_solve_ahead.zero, "VOXFX_SPARSE_AHEAD_ZERO", sparse_pressure_solve_ahead.ZEROS, "sentinels"),
@@ -150,11 +154,14 @@ def test_cluster_blocks_reads_its_variable_unless_the_module_names_them(monkeypa
 
 def test_level_set_copy_switch(monkeypatch):
     """VOXFX_LEVEL_SET_COPY (surface_host_copy.host_copy's ways): pinned by default, pageable by the
-    variable or the caller; anything else refused (before any device work)."""
+    variable or the caller, overlap (surface_overlap) by the variable; anything else refused (before any device
+    work)."""
     monkeypatch.delenv("VOXFX_LEVEL_SET_COPY", raising=False)
-    assert surface_host_copy.COPY_WAYS == ("pinned", "pageable")
+    assert surface_host_copy.COPY_WAYS == ("pinned", "pageable", "overlap")
+    assert surface_host_copy.copy_way() == "pinned"
     monkeypatch.setenv("VOXFX_LEVEL_SET_COPY", "sideways")
-    with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_COPY must be one of pinned, pageable, not 'sideways'$"):
+    with pytest.raises(ValueError, match="^VOXFX_LEVEL_SET_COPY must be one of pinned, pageable, overlap, "
+                                         "not 'sideways'$"):
         surface_host_copy.host_copy(None)
 
 
