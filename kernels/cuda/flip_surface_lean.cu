@@ -326,27 +326,30 @@ extern "C" __global__ void particle_level_set_lean_split(GATHER_LEAN_ARGS, int p
 // warp's Σ of row maxima × 32 (a block a tile: the SM's slots the block holds); [5] the same with
 // a tile over 4 blocks of 4 warps; [6] the most points a node tests; [7] [1] for the balanced gather (a model:
 // balanced_row_slots); [8 + b] nodes testing points
-// in [2^b − 1, 2^(b+1) − 1), b < 24. Device only (warp reductions): the host harnesses' stubs
+// in [2^b − 1, 2^(b+1) − 1), b < 24. Device only (warp sums, shared rows): the host harnesses' stubs
 // (tests/cuda_host.py) define blockIdx as a macro, and leave it out.
 #ifndef blockIdx
 // The lane slots of a row of cells in particle_level_set_lean_balance (voxfx_surface_balance.cuh), a model in
 // tests' worth of the warp's issue (a test ~21 instructions): below BALANCE_ROW points in the fullest lane, 32 ×
 // that; else 32 × the share (the 9th fullest lane's points: in place), a round of 32 lanes for each 32 points an
 // owner hands over (the terms), the fullest owner's chain (~8 instructions a point: 8/21 of a test) and ~5 tests'
-// worth for the plan (the ranks). trip: this lane's points; most: the warp's most.
-__device__ __forceinline__ unsigned long long balanced_row_slots(unsigned int trip, unsigned int most, int lane)
+// worth for the plan (the ranks). trip: this lane's points; most: the warp's most; row: the warp's 32 words of
+// shared memory, share its one.
+__device__ __forceinline__ unsigned long long balanced_row_slots(unsigned int trip, unsigned int most, int lane,
+                                                             unsigned int* __restrict__ row, unsigned int& share)
 {
     if (most < BALANCE_ROW) return 32ull * most;
+    row[lane] = trip;  // the warp's 32 trips (shared), as balance_plan ranks them
+    __syncwarp();
     int rank = 0;
-    for (int b = 0; b < 32; ++b) {
-        const unsigned int other = __shfl_sync(0xffffffffu, trip, b);
-        rank += (other > trip || (other == trip && b < lane)) ? 1 : 0;
-    }
-    const int at = __ffs(__ballot_sync(0xffffffffu, rank == BALANCE_OWNERS)) - 1;
-    const unsigned int share = __shfl_sync(0xffffffffu, trip, at);
-    const unsigned int handed = rank < BALANCE_OWNERS ? trip - share : 0u;
-    const unsigned int rounds = __reduce_add_sync(0xffffffffu, (handed + 31u) / 32u);
-    return 32ull * share + 32ull * rounds + (32ull * (most - share) * 8u + 20u) / 21u + 32ull * 5u;
+    for (int b = 0; b < 32; ++b) rank += (row[b] > trip || (row[b] == trip && b < lane)) ? 1 : 0;
+    if (rank == BALANCE_OWNERS) share = trip;
+    __syncwarp();
+    const unsigned int cut = share;
+    const unsigned int handed = rank < BALANCE_OWNERS ? trip - cut : 0u;
+    const int rounds = warp_all_sum((int)((handed + 31u) / 32u));
+    __syncwarp();  // row and share read before the next row writes them
+    return 32ull * cut + 32ull * (unsigned int)rounds + (32ull * (most - cut) * 8u + 20u) / 21u + 32ull * 5u;
 }
 
 extern "C" __global__ void gather_work(const int* __restrict__ starts, const unsigned char* __restrict__ active,
@@ -357,6 +360,7 @@ extern "C" __global__ void gather_work(const int* __restrict__ starts, const uns
 {
     __shared__ unsigned long long warp_time[TILE_X * TILE_Y * TILE_Z / 32];
     __shared__ unsigned int hist[24];
+    __shared__ unsigned int trips[TILE_X * TILE_Y * TILE_Z], shares[TILE_X * TILE_Y * TILE_Z / 32];
     const long long b = blockIdx.x;
     if (!active[b]) return;  // the whole block
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
@@ -388,9 +392,9 @@ extern "C" __global__ void gather_work(const int* __restrict__ starts, const uns
                 int row = (ck * cy + cj) * cx;
                 unsigned int trip = gathers && ilo <= ihi ? (unsigned int)(starts[row + ihi + 1] - starts[row + ilo]) : 0u;
                 mine += trip;
-                const unsigned int most = __reduce_max_sync(0xffffffffu, trip);
+                const unsigned int most = warp_all_max_redux(trip);
                 slots += 32ull * most;
-                balanced += balanced_row_slots(trip, most, lane);
+                balanced += balanced_row_slots(trip, most, lane, trips + 32 * warp, shares[warp]);
             }
         }
     }
@@ -401,9 +405,9 @@ extern "C" __global__ void gather_work(const int* __restrict__ starts, const uns
         atomicAdd(&hist[bucket], 1u);
         atomicMax(out + 6, mine);
     }
-    const unsigned int tests = __reduce_add_sync(0xffffffffu, (unsigned int)mine);
-    const unsigned int gathered = __popc(__ballot_sync(0xffffffffu, gathers));
-    const unsigned int inners = __popc(__ballot_sync(0xffffffffu, inner));
+    const unsigned int tests = (unsigned int)warp_all_sum((int)mine);  // a warp's: < 2³¹ (32 × 52,215 at 65M)
+    const unsigned int gathered = __popc(warp_ballot(gathers));
+    const unsigned int inners = __popc(warp_ballot(inner));
     if (lane == 0) {
         atomicAdd(out + 0, (unsigned long long)tests);
         atomicAdd(out + 1, slots);

@@ -57,7 +57,7 @@ static unsigned host_reduce_max(unsigned, unsigned v) {
     host_syncwarp();
     return m;
 }
-#define __reduce_max_sync host_reduce_max
+#define HOST_WARP_MAX(v) host_reduce_max(0u, v)
 #define __syncthreads()  // include/voxfx_reduce.cuh's block sums: compiled, not called
 static std::mutex note_lock;
 static long long rows_balanced = 0, owners = 0;  // lane-rows balanced, owners among them

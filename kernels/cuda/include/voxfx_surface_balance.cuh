@@ -134,7 +134,7 @@ __device__ __forceinline__ float node_phi_balance(BalanceWarp& sh, int lane, boo
                 int row = (ck * cy + cj) * cx;
                 s = starts[row + ilo], last = starts[row + ihi + 1];
             }
-            const bool heavy = (int)__reduce_max_sync(0xffffffffu, (unsigned int)(last - s)) >= BALANCE_ROW;
+            const bool heavy = (int)warp_all_max_redux((unsigned int)(last - s)) >= BALANCE_ROW;
             int slot = -1, cut = last;
             if (heavy) {
                 cut = s + balance_plan(sh, lane, last - s, s, x, slot);
