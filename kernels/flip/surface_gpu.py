@@ -337,7 +337,8 @@ def _gather_work(active, starts, interior_flags, skip, nb, grid_args, cell_args,
         np.float32(R), out))
     o = [int(v) for v in out.get()]
     STATS.update(tests=o[0], lane_slots=o[1], gathered=o[2], interior=o[3], tile_slots=o[4], quarter_slots=o[5],
-                 most_tests=o[6], balance_slots=o[7], tests_255=sum(o[16:32]), tests_1023=sum(o[18:32]), tests_4095=sum(o[20:32]))
+                 most_tests=o[6], balance_slots=o[7], tests_255=sum(o[16:32]), tests_1023=sum(o[18:32]),
+                 tests_4095=sum(o[20:32]))
 
 
 def _order_crowded(packed, tags, starts, ordered, cp, limit=None):
