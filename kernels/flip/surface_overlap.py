@@ -60,11 +60,12 @@ def _copy_stream(cp):
     return _STREAMS[device]
 
 
-def gather_smooth_copy(sink, phi, gather, args, split, near, nb, smooth_args, smoothing, cp):
-    """The lean gather (``gather``'s ``particle_level_set_lean_split``, *args* as ``particle_level_set_lean``'s
-    and *split* blocks a tile), one smoothing step (``smoothing``'s ``smooth_level_set_bricks_from``, its
-    arguments *smooth_args* between (φ, *near*) and its output) and the copy of the result into
-    ``sink.array``, chunk by chunk (module text); returns the smoothed φ on the device."""
+def gather_smooth_copy(sink, phi, gather, args, split, near, nb, smooth_args, smoothing, cp,
+                       kernel="particle_level_set_lean_split"):
+    """The lean gather (``gather``'s *kernel*, ``particle_level_set_lean_split`` or ``_balance``, *args* as
+    ``particle_level_set_lean``'s and *split* blocks a tile), one smoothing step (``smoothing``'s
+    ``smooth_level_set_bricks_from``, its arguments *smooth_args* between (φ, *near*) and its output) and the copy
+    of the result into ``sink.array``, chunk by chunk (module text); returns the smoothed φ on the device."""
     from .surface_gpu import TILE
 
     nbx, nby, nbz = (int(b) for b in nb)
@@ -93,7 +94,7 @@ def gather_smooth_copy(sink, phi, gather, args, split, near, nb, smooth_args, sm
                                         cp.cuda.runtime.memcpyDeviceToHost, copier.ptr)
 
     for c, (z0, z1) in enumerate(zip(marks[:-1], marks[1:])):
-        gather.launch_grid("particle_level_set_lean_split", ((z1 - z0) * layer * split,), (threads // split,),
+        gather.launch_grid(kernel, ((z1 - z0) * layer * split,), (threads // split,),
                            (*args, np.int32(split), np.int64(z0 * layer)))
         if c:
             smooth_and_copy(marks[c - 1], z0)

@@ -36,6 +36,8 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (surface_gpu.level_set_sums, "VOXFX_LEVEL_SET_SUMS", surface_gpu.LEVEL_SET_SUMS, "fused"),
     (lambda given=None: str(surface_gpu.gather_split(given)), "VOXFX_LEVEL_SET_GATHER_SPLIT",
      surface_gpu.GATHER_SPLITS, "4"),
+    (lambda given=None: "on" if surface_gpu.gather_balance(given) else "off", "VOXFX_LEVEL_SET_GATHER_BALANCE",
+     surface_gpu.GATHER_BALANCES, "off"),
     (lambda given=None: str(surface_overlap.copy_chunks(given)), "VOXFX_LEVEL_SET_COPY_CHUNKS",
      surface_overlap.COPY_CHUNKS, "8"),
     (transfer.speed_max_mode, "VOXFX_MAX_SPEED", transfer.SPEED_MAXIMA, "blocks"),

@@ -168,6 +168,21 @@ __device__ __forceinline__ unsigned int warp_all_max(unsigned int v)
     return v;
 }
 
+// warp_all_max with one redux instruction on sm_80+ (the butterfly before); on the host the one lane's value,
+// unless a threaded harness brings its warps' max: HOST_WARP_MAX(v) (tests/unit/test_cuda_surface_balance_host.py).
+__device__ __forceinline__ unsigned int warp_all_max_redux(unsigned int v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(0xffffffffu, v);
+#elif defined(__CUDA_ARCH__)
+    return warp_all_max(v);
+#elif defined(HOST_WARP_MAX)
+    return HOST_WARP_MAX(v);
+#else
+    return v;
+#endif
+}
+
 // The bitwise OR of v over the warp, every lane getting it (flip_sparse_reach.cu reach_slots' class word).
 __device__ __forceinline__ unsigned int warp_all_or(unsigned int v)
 {
