@@ -146,97 +146,8 @@
 #include "voxfx_g2p_home.cuh"  // Home, corner_cells_fast, Sampler, push_out_brick
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS
 
-// corner_axis of one lattice (box size s) at c, without the chain of the key-range test
-// over the axes: i0, up, t, and whether ⌊c⌋ lies within the key range (open). Where every
-// axis of a component lies within it, corner_axis gives these i0 and t.
-struct AxisCorners {
-    int i0, up;
-    float t;
-    bool in;
-};
-
-#ifndef BLOCK_UP_UNIFORM  // axis_corners' closed up as s != 1 (1; helper s22c, with BLOCK_TABLE 2), else per lane:
-#define BLOCK_UP_UNIFORM (BLOCK_TABLE == 2)  // for s ≥ 2 i0 ≤ s − 2, so i0 + 1 ≤ s − 1; s = 1: i0 = 0 = s − 1; s ≤ 0:
-#endif  // i0 = 0 > s − 1 (tests/unit/test_cuda_g2p_wtable_host.py checks s in [−3, 40) at edge points)
-
-__device__ __forceinline__ AxisCorners axis_corners(float c, int closed, int s)
-{
-    AxisCorners A;
-    if (closed) {
-        c = fminf(fmaxf(c, 0.0f), (float)(s - 1));
-        A.i0 = max(min((int)c, s - 2), 0);
-#if BLOCK_UP_UNIFORM
-        A.up = s != 1;  // = min(i0 + 1, s − 1) != i0 for every s (BLOCK_UP_UNIFORM): a launch's test, not a lane's
-#else
-        A.up = min(A.i0 + 1, s - 1) != A.i0;
-#endif
-        A.in = true;
-    } else {
-        c = isfinite(c) ? c : 0.0f;
-        const float f = floorf(c);
-        A.in = f >= -LATTICE_LIMIT && f < LATTICE_LIMIT;
-        A.i0 = A.in ? (int)f : 0;
-        A.up = 1;
-    }
-    A.t = c - (float)A.i0;
-    return A;
-}
-
-// The face arrays a sample reads at the same corners: f[field][component].
-struct FaceSets {
-    const float* __restrict__ f[3][3];
-};
-
-#ifndef BLOCK_PAIRS  // block_sample's corner pairs and block_home_slot (1), or neither (0; VOXFX_SPARSE_G2P_CORNERS)
-#define BLOCK_PAIRS 1
-#endif
-
-// p on every active lane of the warp (block_sample's pairs, within its divergent fast path: not
-// voxfx_reduce.cuh's warp_all, whose mask is all 32 lanes); on the host harness the one lane's p.
-__device__ __forceinline__ bool active_lanes_all(bool p)
-{
-#ifdef __CUDA_ARCH__
-    return __all_sync(__activemask(), p);
-#else
-    return p;
-#endif
-}
-
-// A sample's 8 corner cells and 3 fractions (a slow path's result by value).
-struct Corners {
-    int idx[8];
-    float t[3];
-};
-
-// corner_cells_fast (voxfx_g2p_home.cuh) on the lattice of box (s0, s1, s2) at (a0, a1, a2):
-// out of line (the rare cases).
-__device__ __noinline__ Corners block_corners_slow(Home H, int closed, int s0, int s1, int s2, float a0, float a1,
-                                                   float a2)
-{
-    const int s[3] = {s0, s1, s2};
-    const float at[3] = {a0, a1, a2};
-    Corners C;
-    corner_cells_fast(H, closed, s, at, C.idx, C.t);
-    return C;
-}
-
-// Component a of FIELDS sets of faces from its 8 corner cells idx (every one in an active brick: no test) and
-// fractions t into out[field][a], with field 0's gradient row a unless grad is null: the fast paths' blend
-// (block_sample's, tablew's; the word table's own loop stays, its PTX changed with it). The slow path's loop stands
-// in each too: as one helper its registers were renumbered (helper s22r).
-template <int FIELDS>
-__device__ __forceinline__ void blend_fields(const FaceSets& F, int a, const int idx[8], const float t[3],
-                                             float out[3][3], float* grad)
-{
-#pragma unroll
-    for (int k = 0; k < FIELDS; ++k) {
-        const float* __restrict__ f = F.f[k][a];
-        float p[8];
-#pragma unroll
-        for (int q = 0; q < 8; ++q) p[q] = f[idx[q]];
-        out[k][a] = trilinear_blend(p, t[0], t[1], t[2], k == 0 && grad ? grad + 3 * a : nullptr);
-    }
-}
+#include "voxfx_g2p_block_corners.cuh"  // AxisCorners, axis_corners, FaceSets, Corners, block_corners_slow,
+                                        // blend_fields (BLOCK_UP_UNIFORM, BLOCK_PAIRS)
 
 #ifndef BLOCK_MIN_BLOCKS  // blocks of BLOCK_THREADS an SM for __launch_bounds__ (sparse_g2p_gpu.G2P_BLOCK_MIN_BLOCKS)
 #define BLOCK_MIN_BLOCKS 1
@@ -367,64 +278,7 @@ __device__ __forceinline__ void block_sample(const Home& H, int closed, const in
     }
 }
 
-// A point (a slow path's result by value: arrays passed by address would live in local memory
-// on the fast path too).
-struct Point {
-    float x[3];
-};
-
-// push_out_brick (voxfx_g2p_home.cuh) on home H's Sampler: out of line (the rare cases); its
-// arguments by value.
-__device__ __noinline__ Point block_push_out_slow(float x0, float x1, float x2, float f0, float f1, float f2,
-                                                  const unsigned char* __restrict__ solid, Home H, int closed,
-                                                  int nx, int ny, int nz, float o0, float o1, float o2, float h,
-                                                  float inv_h)
-{
-    Sampler S;
-    S.b = Bricks{H.keys, H.slots, H.n, H.nbr27};
-    S.closed = closed;
-    S.n[0] = nx;
-    S.n[1] = ny;
-    S.n[2] = nz;
-    S.home = H.slot;  // (hb only read where home ≥ 0: g2p_advect_bricks' hb there)
-    for (int a = 0; a < 3; ++a) S.hb[a] = H.hb[a];
-    Point P{{x0, x1, x2}};
-    const float f[3] = {f0, f1, f2}, oo[3] = {o0, o1, o2};
-    push_out_brick(P.x, f, solid, S, oo, h, inv_h);
-    return P;
-}
-
-// push_out_brick in 32-bit integers where the domain is closed, x finite and its cell's
-// brick one of home's 27 and the cell not SOLID; else push_out_brick itself.
-__device__ __forceinline__ void block_push_out(float x[3], const float fallback[3],
-                                               const unsigned char* __restrict__ solid, const Home& H, int closed,
-                                               const int n[3], const float o[3], float h, float inv_h)
-{
-    if (closed && H.slot >= 0 && isfinite(x[0]) && isfinite(x[1]) && isfinite(x[2])) {
-        float gc[3];
-        int cell[3];
-        bool moved = false;
-#pragma unroll
-        for (int a = 0; a < 3; ++a) {
-            const float g = (x[a] - o[a]) * inv_h;
-            gc[a] = fminf(fmaxf(g, PUSH_EPSILON), (float)n[a] - PUSH_EPSILON);
-            moved = moved || gc[a] != g;
-            cell[a] = min((int)floorf(gc[a]), n[a] - 1);  // gc in [ε, n − ε]: no overflow
-        }
-        const int dx = (cell[0] >> 3) - H.hb[0], dy = (cell[1] >> 3) - H.hb[1], dz = (cell[2] >> 3) - H.hb[2];
-        if ((unsigned)(dx + 1) <= 2u && (unsigned)(dy + 1) <= 2u && (unsigned)(dz + 1) <= 2u) {
-            const int s = H.nbr27[27 * H.slot + sparse_offset_index(dx, dy, dz)];
-            if (s < 0 || !solid[s * SPARSE_CELLS + (((cell[2] & 7) << 6) | ((cell[1] & 7) << 3) | (cell[0] & 7))]) {
-                if (moved)
-                    for (int a = 0; a < 3; ++a) x[a] = o[a] + gc[a] * h;
-                return;
-            }
-        }
-    }
-    const Point P = block_push_out_slow(x[0], x[1], x[2], fallback[0], fallback[1], fallback[2], solid, H, closed,
-                                        n[0], n[1], n[2], o[0], o[1], o[2], h, inv_h);
-    for (int a = 0; a < 3; ++a) x[a] = P.x[a];
-}
+#include "voxfx_g2p_block_push.cuh"  // Point, block_push_out_slow, block_push_out
 
 // indexed_slot (voxfx_sparse_index.cuh: the brick index, else a binary search) of brick (bx, by, bz)
 // of the key range (|b| < 2^20) in 32-bit integers: the index's offsets and entries fit (its

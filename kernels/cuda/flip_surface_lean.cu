@@ -7,7 +7,7 @@
 // Compiled with --fmad=false as flip_surface.cu: node positions and particle offsets round as
 // NumPy's, so a node sums exactly the particles the CPU reference sums.
 
-#include "voxfx_reduce.cuh"  // warp_grouped_rank ("lean" binning), warp_all_min_max (particle_bounds)
+#include "voxfx_reduce.cuh"  // warp_grouped_rank ("lean" binning), warp_all_min_max (particle_bounds), gather_work's sums
 #include "voxfx_surface.cuh"  // cell_key, gap_to_cell, the walls' images, order_point, tile_node
 
 // ---------------------------------------------------------------- the particles' bounds
@@ -356,7 +356,7 @@ extern "C" __global__ void gather_work(const int* __restrict__ starts, const uns
                 int row = (ck * cy + cj) * cx;
                 unsigned int trip = gathers && ilo <= ihi ? (unsigned int)(starts[row + ihi + 1] - starts[row + ilo]) : 0u;
                 mine += trip;
-                slots += 32ull * __reduce_max_sync(0xffffffffu, trip);
+                slots += 32ull * warp_all_max(trip);
             }
         }
     }
@@ -367,9 +367,9 @@ extern "C" __global__ void gather_work(const int* __restrict__ starts, const uns
         atomicAdd(&hist[bucket], 1u);
         atomicMax(out + 6, mine);
     }
-    const unsigned int tests = __reduce_add_sync(0xffffffffu, (unsigned int)mine);
-    const unsigned int gathered = __popc(__ballot_sync(0xffffffffu, gathers));
-    const unsigned int inners = __popc(__ballot_sync(0xffffffffu, inner));
+    const unsigned int tests = (unsigned int)warp_all_sum((int)mine);  // a node's tests < 2^26: no overflow
+    const unsigned int gathered = __popc(warp_ballot(gathers));
+    const unsigned int inners = __popc(warp_ballot(inner));
     if (lane == 0) {
         atomicAdd(out + 0, (unsigned long long)tests);
         atomicAdd(out + 1, slots);

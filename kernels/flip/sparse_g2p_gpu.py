@@ -85,7 +85,7 @@ G2P_BLOCK_THREADS = 128
 # "tablew" (helper s22c; kernels/cuda/include/voxfx_g2p_block_wtable.cuh): the table (32 B a thread, its layout) with
 # the bricks' bases slot · 512 and each corner's code split in a brick part (the entry's address: one three-input OR
 # a corner) and a local part (the pool index: one three-input add a corner, the (y, z) parts paired), and the closed
-# lattices' upper-corner flag once a launch (flip_sparse_g2p_block.cu's BLOCK_UP_UNIFORM); the same cells, so the
+# lattices' upper-corner flag once a launch (voxfx_g2p_block_corners.cuh's BLOCK_UP_UNIFORM); the same cells, so the
 # same bits. SASS (nvcc 13.0, sm_90, 8x128; a closed domain's fast path, instructions a particle, table → tablew):
 # end of substep 1,196 → 1,160, time-centred 1,469 → 1,395, APIC 1,268 → 1,238, time-centred APIC 1,544 → 1,479;
 # spills 0 / 24 / 24 / 40 B → 0 / 8 / 32 / 48 B (end / centred / APIC / centred APIC). H100 80GB HBM3 (driver

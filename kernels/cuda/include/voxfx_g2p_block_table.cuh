@@ -1,8 +1,8 @@
 // The block G2P kernel's brick table (BLOCK_TABLE = 1, helper h21g; flip_sparse_g2p_block.cu's notes):
-// included by flip_sparse_g2p_block.cu after its AxisCorners, FaceSets, Corners, block_corners_slow and
-// BLOCK_THREADS, whose names it uses. Its blend and slow path stand as written: blend_fields here swapped one XOR's
-// operands in the PTX, a block_sample_slow helper renumbered registers (helper s22r). Compiled with --fmad=false as
-// the kernel file.
+// included by flip_sparse_g2p_block.cu after voxfx_g2p_block_corners.cuh's AxisCorners, FaceSets, Corners,
+// block_corners_slow and its own BLOCK_THREADS, whose names it uses. Its blend and slow path stand as written:
+// blend_fields here swapped one XOR's operands in the PTX, a block_sample_slow helper renumbered registers (helper
+// s22r). Compiled with --fmad=false as the kernel file.
 #pragma once
 
 // The particle's brick table (helper h21g): the 2 × 2 × 2 bricks from hb + s, s_a = −1 where the home cell ⌊g_a⌋ lies

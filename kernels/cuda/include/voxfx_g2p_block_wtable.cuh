@@ -6,11 +6,12 @@
 // k & 7 at 3d). A corner's entry address is one three-input OR of its axes' brick parts, its pool index one
 // three-input add (entry + x's local part + the (y, z) local parts, paired once a component): an OR, a shared load
 // and an add a corner, 4 adds a component, in place of the word table's 12 adds of v = e_x + e_y + e_z, an AND-OR,
-// the load and an add. Included by flip_sparse_g2p_block.cu in place of voxfx_g2p_block_table.cuh, after its
-// AxisCorners, FaceSets, block_corners_slow, blend_fields and BLOCK_THREADS; the same names (Table, table_load:
-// voxfx_g2p_block_table_common.cuh; block_sample_table), the same cells, hence the same bits. The axis loop and the
-// block's test stand as in voxfx_g2p_block_table.cuh: one helper for both (the coordinates k out, the codes after
-// the test) changed the PTX of either (helper s22r). Compiled with --fmad=false as the kernel file.
+// the load and an add. Included by flip_sparse_g2p_block.cu in place of voxfx_g2p_block_table.cuh, after
+// voxfx_g2p_block_corners.cuh's AxisCorners, FaceSets, block_corners_slow, blend_fields and its BLOCK_THREADS; the
+// same names (Table, table_load: voxfx_g2p_block_table_common.cuh; block_sample_table), the same cells, hence the
+// same bits. The axis loop and the block's test stand as in voxfx_g2p_block_table.cuh: one helper for both (the
+// coordinates k out, the codes after the test) changed the PTX of either (helper s22r). Compiled with --fmad=false
+// as the kernel file.
 #pragma once
 
 #include "voxfx_g2p_block_table_common.cuh"  // g2p_table, Table, table_load

@@ -1,8 +1,8 @@
 // The P2G scatter's lean code (flip_sparse_scatter.cu with SCATTER_LEAN 1: sparse_scatter.kernel_mode
 // "lean"): the carries by the add's carry flag, a component's eight terms without a branch a
 // term, and a particle's three components. Included by flip_sparse_scatter.cu where SCATTER_LEAN
-// is 1, after its scatter_add / scatter_word / SCATTER_NODES / SCATTER_WORDS (a part of that file
-// kept apart for its length, issue 24: modules under ~500 lines; no include guard of its own).
+// is 1, after its SCATTER_NODES and voxfx_scatter_terms.cuh's scatter_word / SCATTER_WORDS (a part of that
+// file kept apart for its length, issue 24: modules under ~500 lines; no include guard of its own).
 #pragma once
 
 // The high word of a 64-bit add whose low word's atomic returned old: hi + the carry of
