@@ -6,7 +6,9 @@
 // memory, bricks with no FLUID cell write b = 0 and reach = 0 alone, the brick's inner links are
 // joined in shared memory (cells_hook_bricks_local's way, one link per pair of x runs), and the links
 // across a brick face by whichever of its two bricks finishes second (below). Then cells_label and
-// cells_sealed as before: three launches.
+// cells_sealed as before: three launches. Opt-in (sparse_pressure_cells.CELLS_PAIRS, helper s23i; proven
+// on the CPU, not yet on a GPU): cells_rhs_brick_pairs (a face's links once per run of linked face cells)
+// and cells_label_brick (cells_label a block a slot, one global root chase per brick-local root).
 //
 // H100 80GB HBM3, the 8M dam break's grid (bench/flip_cells_brick_phases.py, each launch alone,
 // medians of 15): cells_rhs 0.083 + cells_hook_bricks_local 0.033 + cells_hook_faces 0.023 → this
@@ -64,6 +66,13 @@ __device__ __forceinline__ int brick_neighbour(const int* nb, bool active, int f
     return nb[d] < 0 ? -1 : nb[d] * SPARSE_CELLS + l;
 }
 
+// Local cell i (0 … 63, the face's other two coordinates, lower axis first) of face d of a brick.
+__device__ __forceinline__ int face_cell(int d, int i)
+{
+    const int axis = d >> 1, side = (d & 1) ? 7 : 0, a = i & 7, e = i >> 3;
+    return axis == 0 ? (e * 8 + a) * 8 + side : axis == 1 ? (e * 8 + side) * 8 + a : (side * 8 + e) * 8 + a;
+}
+
 // boundary_face (voxfx_pressure_cells.cuh) with its loads issued together (no load waits on another's
 // test; f[c] read where the solid's value is taken too): the same selection.
 __device__ __forceinline__ float boundary_face_loads(const float* __restrict__ f, const float* __restrict__ solid_f,
@@ -87,7 +96,13 @@ __device__ __forceinline__ float boundary_face_loads(const float* __restrict__ f
 // One block a pool slot (n / 512 blocks, any width); tickets: 3 a slot, epoch: never a value any
 // earlier stage left there; join_faces 0: the links across faces left to cells_hook_faces
 // (CELLS_BRICK "inner"). The other arguments as cells_rhs's (flip_sparse_pressure_cells.cu).
-extern "C" __global__ void cells_rhs_brick(
+// PAIRS (cells_rhs_brick_pairs, sparse_pressure_cells.CELLS_PAIRS "links" or "1"): of a face's links
+// only those whose face predecessor along either face axis (i − 1, i − 8 of the 64) is no FLUID–FLUID
+// link are joined — a link whose predecessor is one joins cells already joined: the two cells on each
+// side are neighbours in one brick (both bricks active: their inner links made), and the predecessor's
+// link is itself joined or has such a predecessor (lower i). A full face: 1 unite for 64.
+template <bool PAIRS>
+__device__ __forceinline__ void cells_rhs_brick_body(
     const unsigned char* __restrict__ cell, const unsigned char* __restrict__ solid, const float* __restrict__ u,
     const float* __restrict__ v, const float* __restrict__ w, const float* __restrict__ solid_u,
     const float* __restrict__ solid_v, const float* __restrict__ solid_w, const unsigned char* __restrict__ exists_u,
@@ -95,13 +110,8 @@ extern "C" __global__ void cells_rhs_brick(
     const int* __restrict__ nbr27, int n, float scale, float* __restrict__ b, unsigned char* __restrict__ touch,
     int* parent, const int* __restrict__ crowd, int crowd_on, float inv_n0, float one_tau, float alpha_dt,
     float src_scale, unsigned char* __restrict__ reach, int* __restrict__ count, int* tickets, int epoch,
-    int join_faces)
+    int join_faces, int* up, unsigned char* types, int* nb, int* on_face, int* second, int& any)
 {
-    __shared__ int up[SPARSE_CELLS];
-    __shared__ unsigned char types[SPARSE_CELLS];  // the brick's cell types
-    __shared__ int nb[7];                  // the six faces' slots (d order), then the brick's own entry
-    __shared__ int on_face[6], second[6];  // a FLUID cell on face d; this block joins face d's links
-    __shared__ int any;
     const int slot = (int)blockIdx.x, first = slot * SPARSE_CELLS;
     const float* const f[3] = {u, v, w};
     const float* const solid_f[3] = {solid_u, solid_v, solid_w};
@@ -195,14 +205,107 @@ extern "C" __global__ void cells_rhs_brick(
         second[d] = active && on_face[d] && nb[d] >= 0 && atomicExch(&tickets[3 * lower + (d >> 1)], epoch) == epoch;
     }
     __syncthreads();
-    for (int q = (int)threadIdx.x; q < 6 * 64; q += (int)blockDim.x) {
-        const int d = q >> 6, i = q & 63, axis = d >> 1;
-        if (!second[d]) continue;
-        const int side = (d & 1) ? 7 : 0, a = i & 7, e = i >> 3;  // the face's other two coordinates, lower axis first
-        const int t = axis == 0 ? (e * 8 + a) * 8 + side : axis == 1 ? (e * 8 + side) * 8 + a : (side * 8 + e) * 8 + a;
-        if (types[t] != CELL_FLUID) continue;
-        bool across;
-        const int o = brick_neighbour(nb, true, first, t, d, across);
-        if (cell[o] == CELL_FLUID) unite(parent, first + t, o);
+    if (PAIRS) {
+        __shared__ unsigned char link[6 * 64];  // face d's link i joins FLUID to FLUID
+        for (int q = (int)threadIdx.x; q < 6 * 64; q += (int)blockDim.x) {
+            const int d = q >> 6;
+            link[q] = 0;
+            if (!second[d]) continue;
+            const int t = face_cell(d, q & 63);
+            if (types[t] != CELL_FLUID) continue;
+            bool across;
+            link[q] = cell[brick_neighbour(nb, true, first, t, d, across)] == CELL_FLUID;
+        }
+        __syncthreads();
+        for (int q = (int)threadIdx.x; q < 6 * 64; q += (int)blockDim.x) {
+            const int d = q >> 6, i = q & 63;
+            if (!link[q] || ((i & 7) != 0 && link[q - 1]) || (i >= 8 && link[q - 8])) continue;
+            const int t = face_cell(d, i);
+            bool across;
+            unite(parent, first + t, brick_neighbour(nb, true, first, t, d, across));
+        }
+    } else {
+        for (int q = (int)threadIdx.x; q < 6 * 64; q += (int)blockDim.x) {
+            const int d = q >> 6, i = q & 63, axis = d >> 1;
+            if (!second[d]) continue;
+            const int side = (d & 1) ? 7 : 0, a = i & 7, e = i >> 3;  // the face's other two coordinates, lower first
+            const int t =
+                axis == 0 ? (e * 8 + a) * 8 + side : axis == 1 ? (e * 8 + side) * 8 + a : (side * 8 + e) * 8 + a;
+            if (types[t] != CELL_FLUID) continue;
+            bool across;
+            const int o = brick_neighbour(nb, true, first, t, d, across);
+            if (cell[o] == CELL_FLUID) unite(parent, first + t, o);
+        }
+    }
+}
+
+#define CELLS_RHS_BRICK_PARAMS                                                                                         \
+    const unsigned char *__restrict__ cell, const unsigned char *__restrict__ solid, const float *__restrict__ u,     \
+        const float *__restrict__ v, const float *__restrict__ w, const float *__restrict__ solid_u,                  \
+        const float *__restrict__ solid_v, const float *__restrict__ solid_w,                                         \
+        const unsigned char *__restrict__ exists_u, const unsigned char *__restrict__ exists_v,                       \
+        const unsigned char *__restrict__ exists_w, const int *__restrict__ nbr27, int n, float scale,                \
+        float *__restrict__ b, unsigned char *__restrict__ touch, int *parent, const int *__restrict__ crowd,         \
+        int crowd_on, float inv_n0, float one_tau, float alpha_dt, float src_scale,                                   \
+        unsigned char *__restrict__ reach, int *__restrict__ count, int *tickets, int epoch, int join_faces
+#define CELLS_RHS_BRICK_ARGS                                                                                           \
+    cell, solid, u, v, w, solid_u, solid_v, solid_w, exists_u, exists_v, exists_w, nbr27, n, scale, b, touch,         \
+        parent, crowd, crowd_on, inv_n0, one_tau, alpha_dt, src_scale, reach, count, tickets, epoch, join_faces
+
+// The block's shared arrays, declared in each kernel (their PTX names the kernel's own, as before the body
+// was shared: cells_rhs_brick's PTX unchanged).
+#define CELLS_RHS_BRICK_SHARED                                                                                         \
+    __shared__ int up[SPARSE_CELLS];                                                                                   \
+    __shared__ unsigned char types[SPARSE_CELLS]; /* the brick's cell types */                                         \
+    __shared__ int nb[7];                /* the six faces' slots (d order), then the brick's own entry */              \
+    __shared__ int on_face[6], second[6]; /* a FLUID cell on face d; this block joins face d's links */                \
+    __shared__ int any
+
+extern "C" __global__ void cells_rhs_brick(CELLS_RHS_BRICK_PARAMS)
+{
+    CELLS_RHS_BRICK_SHARED;
+    cells_rhs_brick_body<false>(CELLS_RHS_BRICK_ARGS, up, types, nb, on_face, second, any);
+}
+
+extern "C" __global__ void cells_rhs_brick_pairs(CELLS_RHS_BRICK_PARAMS)
+{
+    CELLS_RHS_BRICK_SHARED;
+    cells_rhs_brick_body<true>(CELLS_RHS_BRICK_ARGS, up, types, nb, on_face, second, any);
+}
+
+// label = the root of each FLUID cell (n elsewhere), reach[root] = 1 for the roots of cells that touch
+// AIR: cells_label's values, a block a pool slot (sparse_pressure_cells.CELLS_PAIRS "label" or "1"). Each
+// FLUID cell's parent is read once; the cells whose parent is itself or lies outside the brick (its
+// local roots, hooked across faces, and face cells whose paths were halved) find their root on the
+// global parents; every other cell follows its parents inside the brick in shared memory to one of
+// those (parents only point to smaller indices, every one an ancestor: the same root). cells_label
+// chases every cell's path on the global parents.
+extern "C" __global__ void cells_label_brick(const unsigned char* __restrict__ cell,
+                                             const unsigned char* __restrict__ touch, int n, int* parent,
+                                             int* __restrict__ label, unsigned char* __restrict__ reach)
+{
+    __shared__ int up[SPARSE_CELLS];    // a FLUID cell's parent in the brick (local), or itself
+    __shared__ int root[SPARSE_CELLS];  // its root where found on the global parents, else −1
+    const int first = (int)blockIdx.x * SPARSE_CELLS;
+    const volatile int* p = parent;
+    for (int t = (int)threadIdx.x; t < SPARSE_CELLS; t += (int)blockDim.x) {
+        const int c = first + t;
+        if (cell[c] != CELL_FLUID) {
+            label[c] = n;
+            continue;
+        }
+        const int above = p[c];
+        const bool inside = above != c && above >= first && above < first + SPARSE_CELLS;
+        up[t] = inside ? above - first : t;
+        root[t] = inside ? -1 : above == c ? c : find_root_halving(parent, c);
+    }
+    __syncthreads();
+    for (int t = (int)threadIdx.x; t < SPARSE_CELLS; t += (int)blockDim.x) {
+        const int c = first + t;
+        if (cell[c] != CELL_FLUID) continue;
+        int r = t;
+        while (root[r] < 0) r = up[r];
+        label[c] = root[r];
+        if (touch[c]) reach[root[r]] = 1;
     }
 }

@@ -99,6 +99,23 @@ def cells_brick(given=None) -> str:
     return env_choice("VOXFX_SPARSE_CELLS_BRICK", CELLS_BRICK, given)
 
 
+# VOXFX_SPARSE_CELLS_PAIRS (read at each set-up; issue 24, helper s23i; where the brick table is read:
+# CELLS_BRICK "fused" or "inner"): "links" — cells_rhs_brick_pairs joins of a face's 64 links only
+# those whose face predecessor is no FLUID–FLUID link (a full face: 1 unite; "fused" only); "label" —
+# cells_label_brick, a block a slot, finds on the global parents only the roots of cells whose parent
+# is themselves or outside their brick, the rest in shared memory; "1" both; "0" (the default)
+# neither. The same labels, reach, count and kinds (host harness:
+# tests/unit/test_cuda_sparse_pressure_cells_brick_host.py). s22e's numbers (H100, 8M): the face
+# links ~0.025 ms of cells_rhs_brick's 0.078–0.085, cells_label 0.023–0.027. Proven on the CPU, not
+# yet on a GPU.
+CELLS_PAIRS = ("0", "links", "label", "1")
+
+
+def cells_pairs(given=None) -> str:
+    """The face links by pairs and the label pass by brick (``CELLS_PAIRS``)."""
+    return env_choice("VOXFX_SPARSE_CELLS_PAIRS", CELLS_PAIRS, given)
+
+
 def _brick_table(grid, n):
     """The grid's brick table where cells_rhs_brick can read it (int32, 27 slots a slot, every
     slot of the *n* cells), else None."""
@@ -270,18 +287,23 @@ def stage(grid, dt, crowding=None):
     # cells_label's reach and cells_sealed's count: zeroed by cells_rhs (two memsets fewer, h21f)
     label, reach, count = cp.empty(n, cp.int32), cp.empty(n + 1, cp.uint8), cp.empty(1, cp.int32)
     scale = np.float32(-grid.h / float(dt))  # as pressure_rhs: −(h/Δt) rounded to float32 once
-    way = cells_brick()
+    way, pairs = cells_brick(), cells_pairs()
     nbr27 = _brick_table(grid, n) if HOOK == "bricks" and n % 512 == 0 and way != "apart" else None
     if nbr27 is not None:  # CELLS_BRICK "fused" ("inner": and cells_hook_faces) for _apart's three launches
         tickets, epoch = _face_tickets(grid, n // 512)
-        _KB.launch_grid("cells_rhs_brick", (n // 512,), (_FUSED_THREADS,),
+        name = "cells_rhs_brick_pairs" if pairs in ("links", "1") and way == "fused" else "cells_rhs_brick"
+        _KB.launch_grid(name, (n // 512,), (_FUSED_THREADS,),
                         (cell, solid, *faces, *exists, nbr27, np.int32(n), scale, b, touch, parent, *crowd, reach,
                          count, tickets, epoch, np.int32(way != "inner")))
         if way == "inner":
             _K.launch("cells_hook_faces", (n // 512) * 192, (cell, cp.ascontiguousarray(grid.nbr), np.int32(n), parent))
     else:
         _apart(grid, n, cell, solid, faces, exists, scale, b, touch, parent, crowd, reach, count)
-    _K.launch("cells_label", n, (cell, touch, np.int32(n), parent, label, reach))
+    if nbr27 is not None and pairs in ("label", "1"):
+        _KB.launch_grid("cells_label_brick", (n // 512,), (_FUSED_THREADS,),
+                        (cell, touch, np.int32(n), parent, label, reach))
+    else:
+        _K.launch("cells_label", n, (cell, touch, np.int32(n), parent, label, reach))
     kind = cp.empty(n, cp.uint8)
     _K.launch("cells_sealed", n, (cell, label, np.int32(n), reach, count, kind))
     return b, kind.astype(grid["cell"].dtype, copy=False), label, reach, count

@@ -59,16 +59,20 @@ int main() {
         std::vector<float> b(n, -7.0f);
         std::vector<int> parent(n, -7), label(n, -7);
         int count = -5;
+        // way 3: cells_rhs_brick_pairs then cells_label_brick ("1"); 4: _pairs then cells_label ("links");
+        // 5: cells_rhs_brick then cells_label_brick ("label"); 6: "inner" then cells_label_brick
+        const bool pairs = way == 3 || way == 4, inner = way == 2 || way == 6, by_brick = way == 3 || way >= 5;
         if (way >= 1) {
             h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n / 512);
             for (int blk : order) {
                 h_block.x = (unsigned)blk;
-                cells_rhs_brick(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(),
-                                sw.data(), eu.data(), ev.data(), ew.data(), nbr27.data(), n, scale, b.data(),
-                                touch.data(), parent.data(), crowd.data(), crowd_on, inv_n0, one_tau, alpha_dt,
-                                src_scale, reach.data(), &count, tickets.data(), epoch, way == 2 ? 0 : 1);
+                (pairs ? cells_rhs_brick_pairs : cells_rhs_brick)(
+                    cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(), sw.data(),
+                    eu.data(), ev.data(), ew.data(), nbr27.data(), n, scale, b.data(), touch.data(), parent.data(),
+                    crowd.data(), crowd_on, inv_n0, one_tau, alpha_dt, src_scale, reach.data(), &count,
+                    tickets.data(), epoch, inner ? 0 : 1);
             }
-            if (way == 2) ONE_PER_ITEM(n / 512 * 192, cells_hook_faces(cell.data(), nbr.data(), n, parent.data()));
+            if (inner) ONE_PER_ITEM(n / 512 * 192, cells_hook_faces(cell.data(), nbr.data(), n, parent.data()));
         } else {
             ONE_PER_ITEM(n, cells_rhs(cell.data(), solid.data(), u.data(), v.data(), w.data(), su.data(), sv.data(),
                                       sw.data(), eu.data(), ev.data(), ew.data(), nbr.data(), n, scale, 1, b.data(),
@@ -77,7 +81,15 @@ int main() {
             ONE_PER_ITEM(n / 512, cells_hook_bricks_local(cell.data(), nbr.data(), n, parent.data()));
             ONE_PER_ITEM(n / 512 * 192, cells_hook_faces(cell.data(), nbr.data(), n, parent.data()));
         }
-        ONE_PER_ITEM(n, cells_label(cell.data(), touch.data(), n, parent.data(), label.data(), reach.data()));
+        if (by_brick) {
+            h_dim.x = 1; h_thread.x = 0; h_grid.x = (unsigned)(n / 512);
+            for (int blk : order) {
+                h_block.x = (unsigned)blk;
+                cells_label_brick(cell.data(), touch.data(), n, parent.data(), label.data(), reach.data());
+            }
+        } else {
+            ONE_PER_ITEM(n, cells_label(cell.data(), touch.data(), n, parent.data(), label.data(), reach.data()));
+        }
         ONE_PER_ITEM(n, cells_sealed(cell.data(), label.data(), n, reach.data(), &count, kind.data()));
         print_stage(b, touch, label, reach, count, kind);
     }
@@ -97,9 +109,17 @@ MUTANTS = {
     "first joins": ("tickets[3 * lower + (d >> 1)], epoch) == epoch", "tickets[3 * lower + (d >> 1)], epoch) != epoch"),
     "sum order": ("((diff[0] + diff[1]) + diff[2])", "(diff[0] + (diff[1] + diff[2]))"),
     "touch inside": ("across[d] ? cell[o[d]] : types[o[d] - first]", "across[d] ? 2 : types[o[d] - first]"),
+    # CELLS_PAIRS: a face's links past its first skipped, a row's first link skipped after the row
+    # before's last (not neighbours), the label pass without its global chase (a local root's own index)
+    "pairs first only": ("if (!link[q] || ((i & 7)", "if (!link[q] || i > 0 || ((i & 7)"),
+    "pairs row wrap": ("((i & 7) != 0 && link[q - 1])", "(i > 0 && link[q - 1])"),
+    "label no chase": ("above == c ? c : find_root_halving(parent, c);", "c;"),
 }
-WAYS = (1, 2)  # "fused": cells_rhs_brick; "inner": cells_rhs_brick without the faces, then cells_hook_faces
-MUTANT_WAYS = {"no face links": (1,), "first joins": (1,)}  # the ways each changes (else both)
+# 1 "fused": cells_rhs_brick; 2 "inner": cells_rhs_brick without the faces, then cells_hook_faces; with
+# CELLS_PAIRS: 3 "1" (cells_rhs_brick_pairs, cells_label_brick), 4 "links", 5 "label", 6 "inner" and "label"
+WAYS = (1, 2, 3, 4, 5, 6)
+MUTANT_WAYS = {"no face links": (1, 5), "first joins": (1, 3, 4, 5), "pairs first only": (3, 4),  # the ways
+               "pairs row wrap": (3, 4), "label no chase": (3, 5, 6)}  # each changes (else all)
 _BRICK_FILE = "flip_sparse_pressure_cells_brick.cu"
 
 
@@ -210,7 +230,7 @@ def test_fused_brick_stage_gives_the_three_launches_values(fused_device, sealed,
     assert np.array_equal(new[1][fluid] != 0, ((nb < 0) | (g["cell"][np.maximum(nb, 0)] == AIR)).any(axis=0)[fluid])
 
 
-@pytest.mark.parametrize("way", WAYS[:1])
+@pytest.mark.parametrize("way", (1, 3))
 def test_face_tickets_keep_their_epochs_from_stage_to_stage(fused_device, way):
     """Three stages on one set of tickets (epochs 5, 6, 7), starting from stale values (older
     epochs, random): the same outputs each stage; afterwards every ticket is 0, stale or 7, and
