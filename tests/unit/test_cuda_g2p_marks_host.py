@@ -115,7 +115,7 @@ def _speed_bits(vel):
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
 def test_g2p_marks_are_mark_occupied_of_the_moved_particles(harness, closed, apic, holes, speeds):
     """Fast faces (~±6 cells a step): particles cross bricks, some into cells without a brick (holes, open
-    domains: missed > 0), a few not finite (NaN, ∞: no mark); the G2P's marks equal mark_occupied's bit for bit,
+    domains: missed > 0), a few not finite (NaN, ∞: no mark) and three below the box (closed: cell clamped); the G2P's marks equal mark_occupied's bit for bit,
     its most is the NumPy |v|²'s largest bits, and the positions and velocities are the reference's (the
     unmarked kernels' bits, test_cuda_g2p_*_host.py)."""
     spec, grid, pos, vel, c = flip_host.scene(closed, apic, 41 + 2 * closed + apic)
@@ -129,6 +129,7 @@ def test_g2p_marks_are_mark_occupied_of_the_moved_particles(harness, closed, api
     pos[5] = (np.nan, 0.0, 0.0)
     pos[9] = (np.inf, 0.1, 0.1)
     vel[11] = (3e19, 0.0, 0.0)  # |v|² overflows to +inf: the largest bits
+    pos[13:16] = np.asarray(spec.origin, np.float32) - np.float32(3 * grid.h)  # outside the box: clamped when closed
     dt = np.float32(0.01)
     flip = np.float32(0.0 if apic else 0.5)
     nx, ny, nz = spec.shape
