@@ -164,6 +164,7 @@ G2P_BLOCK_PAIRS = g2p_block_module(corners="pairs")
 G2P_BLOCK_TABLE = g2p_block_module(corners="table")
 G2P_BLOCK_TABLE_CENTRED = g2p_block_module(corners="table", table_or=G2P_TABLE_OR["centred"])  # the default's
 G2P_BLOCK_TABLEW = g2p_block_module(corners="tablew")  # helper s22c's split codes (G2P_CORNERS' notes)
+G2P_BLOCK_TABLEW_MARKS = g2p_block_module(corners="tablew", marks=True)  # auto's with VOXFX_SPARSE_G2P_MARKS=1
 # flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
 # for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
 # H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),

@@ -16,10 +16,13 @@ hands them to ``incremental_keys`` in place of its ``mark_occupied``, and ``spee
 from the maximum in place of ``transfer.max_speed``'s pass.
 
 Where anything changes the particles or the topology between the G2P and the next pipeline the key differs and
-the pipeline marks as before (counted ``refused``): ``_kill_far``, the particle count control, sources, a frame's
-particle sort (new arrays: the key holds the arrays themselves, not their values; nothing in the sparse solver
-writes ``pos`` or ``vel`` in place but the G2P), a restore, another topology. No marks are made with a narrow band
-(its update moves the deep region), the air-band prototype, margins not per brick, on NumPy or where
+the pipeline marks as before (counted ``refused``; so too where the switch reads "0" at the next substep, as in
+``bench/flip_sparse.py --ab``'s alternating substeps: that A/B times the G2P's marks without their gain, which
+needs substeps in a row: ``--pace N --ab`` or ``--frames N --ab``): ``_kill_far``, the particle count control,
+sources, a frame's particle sort (new arrays: the key holds the arrays themselves, not their values; nothing in
+the sparse solver writes ``pos`` or ``vel`` in place but the G2P), a restore, another topology. No marks are
+made with a narrow band (its update moves the deep region), the air-band prototype, margins not per brick, on
+NumPy or where
 ``sparse_topology_ahead._plan`` says the pipeline would not take the ahead way; the first substep has none to
 take. The same kernel code on the same values: the same flags, maxima and count (host harness
 tests/unit/test_cuda_g2p_marks_host.py), so the same topology and particles to the bit
@@ -90,6 +93,14 @@ def hold(sim, marks) -> None:
     counts["made"] += 1
 
 
+def start(grid) -> None:
+    """The substep's start: marks held while the switch now says "0" (``bench/flip_sparse.py --ab`` alternating
+    substeps) are dropped, so that way marks as before (a "1" substep after a "0" one has none to take)."""
+    held = getattr(grid, "_occupied_ahead", None)
+    if held is not None and held[2] is counts and marks_mode() != "1":
+        ahead.drop(grid)
+
+
 def keep_end(grid) -> None:
     """The substep's end: an ahead not taken is dropped (``sparse_topology_ahead.drop``), the G2P's marks kept."""
     ahead.drop(grid, unless=counts)
@@ -100,6 +111,7 @@ def speed_read(sim):
     the grid holds marks of these very particles and topology (``_plan``'s key), else None (marks not of them
     are dropped: the pipeline marks as before)."""
     grid = sim.grid
+    start(grid)
     held = getattr(grid, "_occupied_ahead", None)
     kept, grid._g2p_marks_most = getattr(grid, "_g2p_marks_most", None), None
     if held is None or held[2] is not counts or kept is None or kept[0] is not held[0]:

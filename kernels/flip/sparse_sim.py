@@ -275,6 +275,7 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         split, handled = air_band.split_substep(self, dt, progress)  # opt-in prototype: cut where the
         if handled:  # liquid would meet a wall within the substep (air_band.py; closed domains)
             return split
+        g2p_marks.start(g)  # VOXFX_SPARSE_G2P_MARKS "0" now: the last G2P's marks dropped
         report(progress, 0.0, "topology")
         gravity = float(np.linalg.norm(s.gravity))
         reach = BrickReach(self.vel, dt, gravity, self.spec.voxel_size) if margin_mode() == "brick" else None

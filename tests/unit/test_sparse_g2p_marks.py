@@ -89,3 +89,21 @@ def test_the_cpu_path_is_the_same_with_the_switch_on(monkeypatch, counts):
         runs[way] = (sim.pos, sim.vel)
     assert same_bits(runs["0"], runs["1"])
     assert counts == {"made": 0, "taken": 0, "refused": 0, "speeds": 0}
+
+
+def test_marks_held_when_the_switch_turns_off_are_dropped_at_the_substeps_start(monkeypatch, counts):
+    """An A/B alternating substeps (bench/flip_sparse.py --ab): a "0" substep drops the marks of a "1" one (its
+    pipeline marks as before); with "1" they stay for the pipeline."""
+    grid, key, *_ = _grid_and_key()
+    held = marks.Marks(key, {}, np.zeros(1, np.uint32), ())
+    held.written = True
+    marks.hold(SimpleNamespace(grid=grid), held)
+    monkeypatch.setenv("VOXFX_SPARSE_G2P_MARKS", "1")
+    marks.start(grid)
+    assert grid._occupied_ahead is not None
+    monkeypatch.setenv("VOXFX_SPARSE_G2P_MARKS", "0")
+    marks.start(grid)
+    assert grid._occupied_ahead is None and counts["refused"] == 1
+    grid._occupied_ahead = (key, {}, ahead.counts)  # an occupied ahead is not the marks' to drop
+    marks.start(grid)
+    assert grid._occupied_ahead is not None and ahead.counts["refused"] == 0
