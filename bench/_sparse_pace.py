@@ -267,6 +267,10 @@ def run_pace(n, particles, steps, warm, rounds, ways, timed_sparse_substep, stag
 
     if counts["queued"]:  # VOXFX_SPARSE_TABLES_AHEAD=1's tables: queued ahead of the flags read, taken after it
         print(f"tables ahead of the flags read: queued {counts['queued']}, taken {counts['taken']}")
+    from voxfx.kernels.flip.sparse_g2p_marks import counts as marked
+
+    if marked["made"]:  # VOXFX_SPARSE_G2P_MARKS=1: the G2P's marks taken by the next substep's topology (s23j)
+        print("G2P marks: " + ", ".join(f"{k} {v}" for k, v in marked.items()))
     for k in kinds if len(ways) > 1 else ():
         for w, (diffs, med) in paired(spans, k, len(ways)).items():
             print(f"paired by round, {k}: way {w} − way 0 (ms a substep) median {med:+.3f}; "

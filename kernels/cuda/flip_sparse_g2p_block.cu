@@ -145,6 +145,12 @@
 #include "voxfx_g2p_bricks.cuh"  // corner_axis, blend_corners
 #include "voxfx_g2p_home.cuh"  // Home, corner_cells_fast, Sampler, push_out_brick
 #include "voxfx_sparse_index.cuh"  // BRICK_INDEX_ARGS
+#ifndef G2P_MARKS  // the next substep's topology marks of the moved particles (1; helper s23j, VOXFX_SPARSE_G2P_MARKS)
+#define G2P_MARKS 0
+#endif
+#if G2P_MARKS
+#include "voxfx_topology_mark.cuh"  // mark_particle: mark_occupied's work
+#endif
 
 #include "voxfx_g2p_block_corners.cuh"  // AxisCorners, axis_corners, FaceSets, Corners, block_corners_slow,
                                         // blend_fields (BLOCK_UP_UNIFORM, BLOCK_PAIRS)
@@ -340,6 +346,21 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
     for (int a = 0; a < 3; ++a) pos[3 * p + a] = x1[a];
 }
 
+// G2P_MARKS (helper s23j; sparse_g2p_gpu.g2p_advect with marks): what the next substep's mark_occupied
+// (flip_sparse_topology.cu) would write for the particles as this kernel leaves them, in the same topology
+// (keys, slots and brick index are this launch's): marks_occupied (a flag a pool cell), *marks_missed,
+// marks_speed2 (with marks_speeds, mark_occupied's speeds) and, unless null, *marks_most: the largest |v|² bits
+// of all particles (transfer.max_speed's max_speed_squared: the step's speed read). Zero them first.
+#if G2P_MARKS
+#define G2P_MARKS_PARAMS                                                                                   \
+    , unsigned char *__restrict__ marks_occupied, unsigned long long *__restrict__ marks_missed,           \
+        unsigned int *__restrict__ marks_speed2, int marks_speeds, unsigned int *__restrict__ marks_most
+#define G2P_MARKS_ARGS , marks_occupied, marks_missed, marks_speed2, marks_speeds, marks_most
+#else
+#define G2P_MARKS_PARAMS
+#define G2P_MARKS_ARGS
+#endif
+
 // g2p_advect_bricks' arguments (flip_sparse_g2p.cu), every entry the same: one thread per
 // particle, thread t on particle order[t] where use_order, else t; the home brick from the
 // brick index.
@@ -351,7 +372,7 @@ __device__ __forceinline__ void block_particle(float* __restrict__ pos, float* _
         long long n_keys, const int *__restrict__ nbr27, BRICK_INDEX_ARGS, int closed, int nx, int ny, int nz,     \
         float ox, float oy, float oz, float h, float inv_h, float flip, float pic, float dt, float half_dt,         \
         const int *__restrict__ order, int use_order, int centred, const float *__restrict__ b_u,                 \
-        const float *__restrict__ b_v, const float *__restrict__ b_w
+        const float *__restrict__ b_v, const float *__restrict__ b_w G2P_MARKS_PARAMS
 
 // g2p_advect_bricks' results for the variant (CENTRED: u_n's faces b_u, b_v, b_w; APIC: C
 // written); the entries below, one a variant (sparse_g2p_gpu.g2p_advect picks by centred and apic),
@@ -405,11 +426,20 @@ __device__ __forceinline__ void block_advect(G2P_BLOCK_PARAMS)
 #endif
     block_particle<CENTRED, APIC>(pos, vel, c, p, F, solid, H, closed, dims, o, h, inv_h, flip, pic, dt, half_dt, x0,
                                   g, T);
+#if G2P_MARKS  // the new position and velocity read back (this thread's own stores)
+    mark_particle(pos, p, ox, oy, oz, inv_h, closed, nx, ny, nz, keys, slots, n_keys, index, index_lx, index_ly,
+                  index_lz, index_dx, index_dy, index_dz, marks_occupied, marks_missed, vel, marks_speed2,
+                  marks_speeds);
+    if (marks_most) {  // max_speed_squared's |v|² and maximum (the same bits; a warp's max, one atomic)
+        const float vx = vel[3 * p], vy = vel[3 * p + 1], vz = vel[3 * p + 2];
+        group_max_into(marks_most, __float_as_uint(vx * vx + vy * vy + vz * vz), 0, true);
+    }
+#endif
 }
 
 #define G2P_BLOCK_ARGS                                                                                              \
     pos, vel, c, n, apic, u, v, w, old_u, old_v, old_w, solid, keys, slots, n_keys, nbr27, index, index_lx, index_ly, index_lz, index_dx, index_dy, index_dz, closed, \
-        nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt, order, use_order, centred, b_u, b_v, b_w
+        nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt, order, use_order, centred, b_u, b_v, b_w G2P_MARKS_ARGS
 
 // End of the substep (centred = 0), apic = 0.
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, BLOCK_MIN_BLOCKS) g2p_advect_block_end(G2P_BLOCK_PARAMS)

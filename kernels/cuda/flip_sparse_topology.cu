@@ -47,24 +47,9 @@
 #include "voxfx_slot_margin.cuh"  // slot_margins' arithmetic (reach_slots' too)
 #include "voxfx_join.cuh"  // topology_cell_tables' fills of the kept channels
 #include "voxfx_topology_tables.cuh"  // the tables' per-thread work (the ahead kernels' too)
+#include "voxfx_topology_mark.cuh"  // topology_cell, mark_particle: mark_occupied's work (the G2P marks' too)
 
 // ------------------------------------------------------------------------------ topology (§5.1–5.2)
-
-// The lattice cell of a particle for the topology (SparseFlipGrid.topology_keys): ⌊(x − o)/h⌋,
-// clamped into the box when closed; false for a position that is not finite.
-__device__ __forceinline__ bool topology_cell(const float* __restrict__ pos, long long p, float ox, float oy,
-                                             float oz, float inv_h, int closed, int nx, int ny, int nz,
-                                             long long c[3])
-{
-    const float g[3] = {(pos[3 * p] - ox) * inv_h, (pos[3 * p + 1] - oy) * inv_h, (pos[3 * p + 2] - oz) * inv_h};
-    if (!(isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2]))) return false;
-    const int n[3] = {nx, ny, nz};
-    for (int a = 0; a < 3; ++a) {
-        c[a] = (long long)floorf(g[a]);
-        if (closed) c[a] = min(max(c[a], 0LL), (long long)(n[a] - 1));
-    }
-    return true;
-}
 
 // A full build (§5.1) starts from the bricks that hold particles: each particle's brick key
 // (its topology_cell's), −1 where not finite; a brick beyond the key range counts in
@@ -107,20 +92,8 @@ extern "C" __global__ void mark_occupied(const float* __restrict__ pos, long lon
 {
     const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n) return;
-    long long c[3];
-    if (!topology_cell(pos, p, ox, oy, oz, inv_h, closed, nx, ny, nz, c)) return;
-    const int s = INDEXED_SLOT(c[0] >> 3, c[1] >> 3, c[2] >> 3);
-    if (s < 0) {
-        atomicAdd(missed, 1ULL);
-        return;
-    }
-    occupied[(long long)s * SPARSE_CELLS + sparse_local(c[0], c[1], c[2])] = 1;
-    if (speeds) {
-        const float vx = vel[3 * p], vy = vel[3 * p + 1], vz = vel[3 * p + 2];
-        const unsigned int bits = __float_as_uint(vx * vx + vy * vy + vz * vz);
-        if (speeds == 3) group_max_into_uniform(speed2 + s, bits, s);
-        else group_max_into(speed2 + s, bits, s, speeds == 2);
-    }
+    mark_particle(pos, p, ox, oy, oz, inv_h, closed, nx, ny, nz, keys, slots, n_keys, index, index_lx, index_ly,
+                  index_lz, index_dx, index_dy, index_dz, occupied, missed, vel, speed2, speeds);
 }
 
 // Step 1b, one thread per pool slot: its margin (sparse_grid.BrickReach.margins, the same

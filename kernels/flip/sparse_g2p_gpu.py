@@ -136,21 +136,24 @@ def g2p_table_code(code=None) -> str:
     return env_choice("VOXFX_SPARSE_G2P_TABLE_CODE", G2P_TABLE_CODES, code, default="centred")
 
 
-def g2p_block_module(min_blocks=None, threads=None, corners=None, table_or=0) -> Kernels:
+def g2p_block_module(min_blocks=None, threads=None, corners=None, table_or=0, marks=False) -> Kernels:
     """flip_sparse_g2p_block.cu built for *min_blocks* blocks of *threads* an SM (defaults
     ``G2P_BLOCK_MIN_BLOCKS``, ``G2P_BLOCK_THREADS``; the bench builds others to time them) with
     the corners *corners* (pairs, table or tablew, else select); with table corners *table_or* the entries
-    taking h21g's per-axis code (BLOCK_TABLE_OR, ``G2P_TABLE_OR``; 0: none, no define)."""
+    taking h21g's per-axis code (BLOCK_TABLE_OR, ``G2P_TABLE_OR``; 0: none, no define); with *marks* the
+    next substep's topology marks written too (G2P_MARKS=1, ``sparse_g2p_marks``; else no define)."""
     m = G2P_BLOCK_MIN_BLOCKS if min_blocks is None else int(min_blocks)
     t = G2P_BLOCK_THREADS if threads is None else int(threads)
     pairs, table = int(corners == "pairs"), {"table": 1, "tablew": 2}.get(corners, 0)
     table_or = int(table_or) if table == 1 else 0
-    key = (m, t, pairs, table, table_or)
+    key = (m, t, pairs, table, table_or, bool(marks))
     if key not in _G2P_BLOCK:
         defines = {**mac.CELL_TYPES, "PUSH_EPSILON": PUSH_EPSILON, "BLOCK_THREADS": t, "BLOCK_MIN_BLOCKS": m,
                    "BLOCK_PAIRS": pairs, "BLOCK_TABLE": table}
         if table_or:
             defines["BLOCK_TABLE_OR"] = table_or
+        if marks:
+            defines["G2P_MARKS"] = 1
         _G2P_BLOCK[key] = Kernels("flip_sparse_g2p_block.cu", ("--fmad=false",), t, defines=defines)
     return _G2P_BLOCK[key]
 
@@ -161,6 +164,7 @@ G2P_BLOCK_PAIRS = g2p_block_module(corners="pairs")
 G2P_BLOCK_TABLE = g2p_block_module(corners="table")
 G2P_BLOCK_TABLE_CENTRED = g2p_block_module(corners="table", table_or=G2P_TABLE_OR["centred"])  # the default's
 G2P_BLOCK_TABLEW = g2p_block_module(corners="tablew")  # helper s22c's split codes (G2P_CORNERS' notes)
+G2P_BLOCK_TABLEW_MARKS = g2p_block_module(corners="tablew", marks=True)  # auto's with VOXFX_SPARSE_G2P_MARKS=1
 # flip_sparse_g2p_block.cu's entries, one a variant (the same arguments), keyed by (time-centred, APIC): each compiled
 # for its own registers (sm_90, 4 blocks of 256: 64 registers with 0, 0, 8, 36 B of spills against one entry's 92 B).
 # H100, 8M, one call, one entry → per variant: 0.604 → 0.498 ms (end of substep), 0.716 → 0.591 (time-centred),
@@ -193,14 +197,16 @@ def g2p_block_shape(shape=None) -> str:
     return env_choice("VOXFX_SPARSE_G2P_BLOCK_SHAPE", G2P_BLOCK_SHAPES, shape)
 
 
-def g2p_block_entry(centred: bool, apic: bool, shape=None) -> tuple:
+def g2p_block_entry(centred: bool, apic: bool, shape=None, marks=False) -> tuple:
     """(module, entry) of the block G2P kernel for the variant (its corners: ``block_corners``), built
-    for ``g2p_block_shape(shape)`` (the first, 8x128: ``G2P_BLOCK_MIN_BLOCKS`` and ``G2P_BLOCK_THREADS``)."""
+    for ``g2p_block_shape(shape)`` (the first, 8x128: ``G2P_BLOCK_MIN_BLOCKS`` and ``G2P_BLOCK_THREADS``);
+    *marks*: the module writing the topology marks too (``sparse_g2p_marks``)."""
     corners = block_corners(bool(centred), bool(apic))
     way = g2p_block_shape(shape)
     blocks, threads = (None, None) if way == G2P_BLOCK_SHAPES[0] else map(int, way.split("x"))
     table_or = G2P_TABLE_OR[g2p_table_code()] if corners == "table" else 0
-    return g2p_block_module(blocks, threads, corners, table_or), G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))]
+    return (g2p_block_module(blocks, threads, corners, table_or, marks),
+            G2P_BLOCK_ENTRIES[(bool(centred), bool(apic))])
 
 def _dummy(grid):
     """A 1-element float32 device array for the kernels' unused pointers, kept on the grid (a
@@ -222,10 +228,13 @@ def g2p_kernel(kernel=None) -> str:
     return env_choice("VOXFX_SPARSE_G2P_KERNEL", G2P_KERNELS, kernel)
 
 
-def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kernel=None, before=None) -> None:
+def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kernel=None, before=None,
+               marks=None) -> None:
     """``sparse_transfer.g2p_advect`` in one kernel (float32 scalars given; ``g2p_kernel``),
     in the bins' order where ``g2p_order(order)`` says cell and the bins are *pos*'s;
-    *before*: u_n's faces (the time-centred advection)."""
+    *before*: u_n's faces (the time-centred advection); *marks*: a ``sparse_g2p_marks.Marks`` whose ``args``
+    (occupied, missed word, speed2, speed code, most) the block kernel also writes (the next substep's
+    mark_occupied), its ``written`` set once launched."""
     bins, grid.bins = grid.bins, None  # the particles move: the bins are stale
     sorted_ = g2p_order(order) == "cell" and bins is not None and bins[0] is pos and bins[2].shape[0] == pos.shape[0]
     n = int(pos.shape[0])
@@ -234,15 +243,17 @@ def g2p_advect(grid, old, pos, vel, flip, pic, dt, half_dt, c, order=None, kerne
     dummy = c if apic else _dummy(grid)
     centred = (_I32(before is not None), *(before if before is not None else (dummy, dummy, dummy)))
     name = g2p_kernel(kernel)
-    if name == "auto":  # the faster kernel (module notes): block
+    if name == "auto" or marks is not None:  # the faster kernel (module notes): block; the marks are its
         name = "block"
     if name != "walk":  # the same arguments
-        module, entry = (g2p_block_entry(before is not None, apic) if name == "block" else
+        module, entry = (g2p_block_entry(before is not None, apic, marks=marks is not None) if name == "block" else
                          (G2P_LEAN, "g2p_advect_lean") if name == "lean" else (G2P, "g2p_advect_bricks"))
         module.launch(entry, n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"], keys,
                                  slots, nk, grid.brick_nbr, *brick_index(grid), _I32(grid.closed), *_dims(grid),
                                  *_frame(grid), flip, pic, dt, half_dt, bins[2] if sorted_ else dummy, _I32(sorted_),
-                                 *centred))
+                                 *centred, *(marks.args if marks is not None else ())))
+        if marks is not None:
+            marks.written = True
         return
     order_cells = bins[2:4] if sorted_ else (dummy, dummy)
     G2P.launch("g2p_advect_sparse", n, (pos, vel, dummy, _I64(n), _I32(apic), *grid.faces(), *old, grid["solid"],

@@ -51,6 +51,7 @@ from ..progress import report, scaled
 from ..settings import env_scope
 from . import bodies, density, density_positions, sparse_bodies, sparse_output, sparse_pressure, sparse_transfer
 from . import air_band, particle_sort, sparse_air_band, transfer
+from . import sparse_g2p_marks as g2p_marks
 from . import sparse_topology_ahead as topology_ahead
 from . import sparse_topology_gpu as topology_gpu
 from .grid import FLUID, FlipSettings
@@ -234,8 +235,10 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
     def _substep_speed(self) -> float:
         """``FlipSimulation._substep_speed``, kept for the substep that follows (its margin
         needs the same speed: one host read a substep instead of two)."""
-        speed = topology_ahead.speed_read(self)  # VOXFX_SPARSE_OCCUPIED_AHEAD: the topology's first kernel queued
-        speed = super()._substep_speed() if speed is None else speed  # behind the speed's copy (its module notes)
+        speed = g2p_marks.speed_read(self)  # VOXFX_SPARSE_G2P_MARKS: the last G2P's maximum (its module notes)
+        speed = topology_ahead.speed_read(self) if speed is None else speed  # VOXFX_SPARSE_OCCUPIED_AHEAD: the
+        speed = super()._substep_speed() if speed is None else speed  # topology's first kernel queued behind the
+        # speed's copy (its module notes)
         self._speed = (self.vel, speed)
         return speed
 
@@ -272,6 +275,7 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         split, handled = air_band.split_substep(self, dt, progress)  # opt-in prototype: cut where the
         if handled:  # liquid would meet a wall within the substep (air_band.py; closed domains)
             return split
+        g2p_marks.start(g)  # VOXFX_SPARSE_G2P_MARKS "0" now: the last G2P's marks dropped
         report(progress, 0.0, "topology")
         gravity = float(np.linalg.norm(s.gravity))
         reach = BrickReach(self.vel, dt, gravity, self.spec.voxel_size) if margin_mode() == "brick" else None
@@ -311,7 +315,10 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
             stats = {**stats, **sparse_air_band.g2p_and_advect(self, old, ratio, dt)}  # divergence-free band
         else:
             before = self._start_velocity(fluid) if s.time_centred_advection else None  # u_n (RK2 in time too)
-            sparse_transfer.g2p_advect(g, old, self.pos, self.vel, ratio, dt, self.c, before=before)  # FLIP/PIC
+            marks = g2p_marks.prepare(self)  # VOXFX_SPARSE_G2P_MARKS: the next topology's marks written too
+            sparse_transfer.g2p_advect(g, old, self.pos, self.vel, ratio, dt, self.c, before=before,  # FLIP/PIC
+                                       marks=marks)
+            g2p_marks.hold(self, marks)
         if s.time_centred_advection:
             self._keep_velocity(None if banded else fluid)
         if band:
@@ -319,7 +326,7 @@ class SparseFlipSimulation(KeptBricks, FlipSimulation):
         if self.boundary == "open":
             self._kill_far()
         self.t += dt
-        topology_ahead.drop(g)  # an ahead lives until the substep after its speed read (none here: dropped)
+        g2p_marks.keep_end(g)  # an ahead lives until the substep after its speed read (none here: dropped)
         return {**stats, "bricks": g.brick_count(), "deep_cells": len(band.deep) if band else 0}
 
     # ------------------------------------------------------------------ outputs

@@ -55,10 +55,12 @@ def mark_occupied(pos, keys, slots, nk, index, occupied, missed, vel, speed2, co
                                         nk, *index, occupied, missed, vel, speed2, topology_args.i32(code, on)))
 
 
-def drop(grid) -> None:
-    """Forget an ahead not taken (counted refused)."""
-    if getattr(grid, "_occupied_ahead", None) is not None:
-        counts["refused"] += 1
+def drop(grid, unless=None) -> None:
+    """Forget an ahead not taken (counted refused in its counts: these, or ``sparse_g2p_marks``' for the
+    G2P's marks, held the same way), but for one held with the counts *unless*."""
+    held = getattr(grid, "_occupied_ahead", None)
+    if held is not None and held[2] is not unless:
+        held[2]["refused"] += 1
         grid._occupied_ahead = None
 
 
@@ -101,7 +103,7 @@ def launch(grid, pos, vel, plan=None) -> bool:
                   topology_args.index_args(grid, index, on), work["occupied"],
                   topology_args.flag_words(work["flags"])[0], vel, work["speed2"], key[1][5], on,
                   topology_args.grid_args(grid, on))
-    grid._occupied_ahead = (key, work)
+    grid._occupied_ahead = (key, work, counts)
     counts["launched"] += 1
     return True
 
@@ -109,7 +111,8 @@ def launch(grid, pos, vel, plan=None) -> bool:
 def take(grid, pos, reach, index, entries: int, ways, on, merged: bool):
     """The scratch of an ahead ``launch`` that is this pipeline's own first launch (``incremental_keys``'
     *index*, *entries*, *ways* and *on*; *merged*: by classes, the merged pipeline; *reach*: per-brick
-    margins), ``mark_occupied`` done in it; else None (an ahead dropped). Taken once."""
+    margins), ``mark_occupied`` done in it; else None (an ahead dropped). Taken once. The G2P's marks
+    (``sparse_g2p_marks``) are held and taken the same way, counted in their own counts (``held[2]``)."""
     held = getattr(grid, "_occupied_ahead", None)
     if held is None:
         return None
@@ -120,9 +123,9 @@ def take(grid, pos, reach, index, entries: int, ways, on, merged: bool):
         key = ((grid.topology, pos, reach.vel, index[0], grid.brick_slot),
                (int(pos.shape[0]), int(grid.capacity), int(entries), ways, on, tg.SPEED_CODES[tg.speed_max_mode()]))
         if same_key(held[0], key):
-            counts["taken"] += 1
+            held[2]["taken"] += 1
             return held[1]
-    counts["refused"] += 1
+    held[2]["refused"] += 1
     return None
 
 

@@ -293,11 +293,12 @@ def extrapolate(grid, layers: int = 2, valid=None):
     return grid.valid
 
 
-def g2p_advect(grid, old, pos, vel, flip_ratio, dt, c=None, before=None):
+def g2p_advect(grid, old, pos, vel, flip_ratio, dt, c=None, before=None, marks=None):
     """FLIP/PIC (or APIC with *c*, ratio 0) update of *vel*, then RK2 through the new faces
     and the push out of solids, in place (``transfer.grid_to_particles_and_advect``; with
     *before*, u_n's flat faces, RK2 in time too: x_m = x + ½Δt·u_n(x),
-    x' = x + Δt·½(u_n + u_{n+1})(x_m))."""
+    x' = x + Δt·½(u_n + u_{n+1})(x_m)). *marks*: the GPU kernel's topology marks
+    (``sparse_g2p_marks.prepare``'s; the caller makes them only where the GPU path runs)."""
     if int(pos.shape[0]) == 0:
         return pos, vel
     flip = _F(flip_ratio)
@@ -305,7 +306,7 @@ def g2p_advect(grid, old, pos, vel, flip_ratio, dt, c=None, before=None):
     dt32 = _F(dt)
     half_dt = _F(0.5) * dt32
     if sparse_gpu.available(grid, pos, vel, c, *old, *(before or ())):
-        sparse_g2p_gpu.g2p_advect(grid, old, pos, vel, flip, pic, dt32, half_dt, c, before=before)
+        sparse_g2p_gpu.g2p_advect(grid, old, pos, vel, flip, pic, dt32, half_dt, c, before=before, marks=marks)
         return pos, vel
     faces = tuple(grid[n] for n in grid.FACES)
     boxes = grid.boxes if grid.closed else None

@@ -43,7 +43,7 @@ def test_an_ahead_is_taken_once_where_its_key_is_the_pipelines(counts):
     assert ahead.take(grid, pos, reach, index, 8, ways, on, True) is None  # nothing held: nothing counted
     assert counts == {"launched": 0, "taken": 0, "refused": 0}
     work = {"occupied": "the ahead's scratch"}
-    grid._occupied_ahead = (key, work)
+    grid._occupied_ahead = (key, work, counts)
     assert ahead.take(grid, pos, reach, index, 8, ways, on, True) is work
     assert grid._occupied_ahead is None and counts["taken"] == 1
     assert ahead.take(grid, pos, reach, index, 8, ways, on, True) is None  # taken once
@@ -53,7 +53,7 @@ def test_an_ahead_is_taken_once_where_its_key_is_the_pipelines(counts):
                                     "not merged", "one margin"])
 def test_an_ahead_that_is_not_the_pipelines_launch_is_dropped(counts, change):
     grid, key, pos, reach, index, ways, on = _grid_and_key()
-    grid._occupied_ahead = (key, {})
+    grid._occupied_ahead = (key, {}, counts)
     entries, merged = 8, True
     if change == "positions":
         pos = pos.copy()
@@ -81,7 +81,7 @@ def test_drop_forgets_an_ahead_and_counts_it(counts):
     grid, key, *_ = _grid_and_key()
     ahead.drop(grid)
     assert counts["refused"] == 0
-    grid._occupied_ahead = (key, {})
+    grid._occupied_ahead = (key, {}, counts)
     ahead.drop(grid)
     assert grid._occupied_ahead is None and counts["refused"] == 1
 
