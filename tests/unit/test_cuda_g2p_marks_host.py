@@ -114,10 +114,10 @@ def _speed_bits(vel):
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
 def test_g2p_marks_are_mark_occupied_of_the_moved_particles(harness, closed, apic, holes, speeds):
-    """Fast faces (~±6 cells a step): particles cross bricks, some into cells without a brick (holes, open
-    domains: missed > 0), a few not finite (NaN, ∞: no mark) and three below the box (closed: cell clamped); the
-    G2P's marks equal mark_occupied's bit for bit, its most is the NumPy |v|²'s largest bits, and the positions and velocities are the reference's (the
-    unmarked kernels' bits, test_cuda_g2p_*_host.py)."""
+    """Fast faces (~±6 cells a step): particles cross bricks, some into cells without a brick (holes, open domains:
+    missed > 0), a few not finite (NaN, ∞: no mark) and three below the box (closed: cell clamped); the G2P's marks
+    equal mark_occupied's bit for bit, its most is the NumPy |v|²'s largest bits, and the positions and velocities
+    are the reference's (the unmarked kernels' bits, test_cuda_g2p_*_host.py)."""
     spec, grid, pos, vel, c = flip_host.scene(closed, apic, 41 + 2 * closed + apic)
     if holes:
         keys = grid.topology.keys
