@@ -37,6 +37,14 @@ extern "C" __global__ void nothing(const unsigned char* a, long long n, float x,
 """
 
 
+def nothing_arguments(a):
+    """``nothing``'s 25 arguments (mark_occupied's shape) from *a*: (bytes, keys, slots and index, flags, float32
+    view, uint32 view), arrays or pointers."""
+    f32, i32, i64 = np.float32, np.int32, np.int64
+    return (a[0], i64(5), f32(0), f32(0), f32(0), f32(1), i32(1), i32(64), i32(64), i32(64), a[1], a[2],
+            i64(4), a[2], i32(-1), i32(-1), i32(-1), i32(10), i32(10), i32(10), a[0], a[3], a[4], a[5], i32(2))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=2000)
@@ -65,15 +73,11 @@ def main():
     module = cp.RawModule(code=SOURCE)
     raw = module.get_function("nothing")
     function = raw.kernel
-    f32, i32, i64 = np.float32, np.int32, np.int64
+    i32 = np.int32
     arrays = (buf, small, other, flags, buf.view(cp.float32), buf.view(cp.uint32))
     pointers = tuple(a.data for a in arrays)
 
-    def arguments(a):
-        return (a[0], i64(5), f32(0), f32(0), f32(0), f32(1), i32(1), i32(64), i32(64), i32(64), a[1], a[2],
-                i64(4), a[2], i32(-1), i32(-1), i32(-1), i32(10), i32(10), i32(10), a[0], a[3], a[4], a[5], i32(2))
-
-    with_arrays, with_pointers = arguments(arrays), arguments(pointers)
+    with_arrays, with_pointers = nothing_arguments(arrays), nothing_arguments(pointers)
     try:  # the scalars as CuPy's CScalar objects made once (sparse_topology_args, helper h21k)
         from cupy._core._scalar import CScalar
 

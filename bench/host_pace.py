@@ -34,17 +34,8 @@ from tools.package import load  # noqa: E402
 load()
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _host_probe import on_cpu, probe  # noqa: E402
-
-SOURCE = r"""
-extern "C" __global__ void nothing(const unsigned char* a, long long n, float x, float y, float z, float h,
-                                   int c, int nx, int ny, int nz, const long long* keys, const int* slots,
-                                   long long nk, const int* index, int lx, int ly, int lz, int dx, int dy, int dz,
-                                   unsigned char* out, unsigned long long* flag, const float* vel,
-                                   unsigned int* speed2, int mode)
-{
-    if (threadIdx.x == 0 && blockIdx.x == 0 && n < 0) flag[0] = 1ULL;
-}
-"""
+from _host_probe import work as python_loop  # noqa: E402  (the fixed piece of interpreter work)
+from cupy_host_ops import SOURCE, nothing_arguments  # noqa: E402  (the launch timed: mark_occupied's shape)
 
 
 def steal() -> int:
@@ -79,14 +70,6 @@ def sched() -> str:
     return ", ".join(f"{k} {v}" for k, v in keys.items()) or "no /proc/self/sched"
 
 
-def python_loop():
-    """A fixed piece of interpreter work: dict and list traffic as the substep's Python does."""
-    d = {}
-    for i in range(200):
-        d[i & 31] = d.get(i & 31, 0) + i
-    return sum(d.values())
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cpus", type=int, nargs="*", default=None, help="the CPUs to visit (default: all allowed)")
@@ -110,10 +93,7 @@ def main():
     buf = cp.zeros(1 << 16, cp.uint8)
     small = cp.arange(4000, dtype=cp.int32)
     flags = cp.zeros(5, cp.uint64)
-    f32, i32, i64 = np.float32, np.int32, np.int64
-    launch_args = (buf, i64(5), f32(0), f32(0), f32(0), f32(1), i32(1), i32(64), i32(64), i32(64), small, small,
-                   i64(4), small, i32(-1), i32(-1), i32(-1), i32(10), i32(10), i32(10), buf, flags,
-                   buf.view(cp.float32), buf.view(cp.uint32), i32(2))
+    launch_args = nothing_arguments((buf, small, small, flags, buf.view(cp.float32), buf.view(cp.uint32)))
     a = cp.ones(4000, cp.float32)
     b = cp.ones(4000, cp.float32)
     c = cp.empty_like(a)
