@@ -104,9 +104,11 @@ def level_set(sim, progress=None, on_device=False):
         phi = particle_level_set(sim.pos, grown, radius=r, kernel_radius=R, xp=sim.xp, progress=progress, host=sink)
     if on_device or sim.xp is np:
         return phi_out(phi, on_device, pinned=False)
-    if sink is not None and sink.filled:
+    if sink is not None:  # overlap: φ is in the sink's pinned block, or goes there now (one block either way)
+        if not sink.filled:
+            sim.xp.ascontiguousarray(phi, dtype=sim.xp.float32).get(out=sink.array)
         return sink.array
-    return host_copy(phi, way="pinned" if sink is not None else None, most=most)  # pinned (or pageable: .get())
+    return host_copy(phi, most=most)  # pinned (or pageable: .get())
 
 
 def cell_velocity(grid, region: GridSpec, spec: GridSpec, padding: int = 0, pinned: bool = False):

@@ -77,3 +77,21 @@ def test_sparse_level_set_overlapped_is_its_device_level_set(monkeypatch):
     host = sim.level_set()
     assert isinstance(host, np.ndarray) and host.dtype == np.float32 and (host < 0).any()
     assert host.tobytes() == on_device.tobytes()
+
+
+def test_sparse_level_set_overlap_where_it_does_not_apply_copies_into_its_block(monkeypatch):
+    """With the overlap asked for but a level set it does not serve ("bricks"), φ is copied after into the
+    sink's one pinned block (sparse_output.level_set: no second block), the device's φ to the bit."""
+    import cupy
+
+    monkeypatch.setenv("VOXFX_LEVEL_SET", "bricks")
+    spec = GridSpec((0.0, 0.0, 0.0), 0.04, (40, 16, 24))
+    sim = FlipSimulation(spec, FlipSettings(seed=5, boundary="open"), *box((0.0, 0.0, 0.0), (0.6, 0.64, 0.5)),
+                         xp=cupy, sparse=True)
+    for _ in range(3):
+        sim.substep(1 / 120)
+    on_device = sim.level_set(on_device=True).get()
+    monkeypatch.setenv("VOXFX_LEVEL_SET_COPY", "overlap")
+    host = sim.level_set()
+    assert isinstance(host, np.ndarray) and host.dtype == np.float32 and (host < 0).any()
+    assert host.tobytes() == on_device.tobytes()
