@@ -5,7 +5,8 @@ Limit* (4 GB by default), so showing frames one after another used to grow memor
 about each frame's size. VoxFX now loads each frame into one mesh per output object
 (``addon/frame_loader``). These tests attach a fake snow bake and a fake liquid bake
 with the add-on's own ``attach_outputs``, show every frame and bound the growth of this
-process's resident memory by two frames' files + 100 MB (bound 103 MB here). Before the
+process's resident memory by two frames' files + 100 MB (bound 103 MB here; the render's
+memory floor, since Cycles' own allocations swing each frame's). Before the
 loader, the scrub test measured +742 MB over 240 frames in bpy 5.0.1 (bench/RESULTS.md).
 """
 
@@ -95,7 +96,14 @@ def test_each_frame_shows_its_own_file_in_the_viewport_and_the_render(bakes, tmp
             bpy.app.handlers.frame_change_post.remove(rendered)
             bpy.app.handlers.render_post.remove(after_frame)
     assert {f: seen.get(f) for f in range(1, 25)} == {f: count(FLAKES, f) for f in range(1, 25)}
-    assert len(memory) == 24 and max(memory) - memory[0] < 2 * one_frame / 2**20 + SLACK_MB
+    # A frame's resident memory swings by tens of MB with Cycles' own per-frame allocations
+    # (CI saw 631, 685, 680, 730, 684, 732 ... MB in a worker that had run other tests), while a
+    # loader that kept its files would lift every later frame: bound the growth of the floor,
+    # the least of the last eight frames against the least of frames 2-9.
+    assert len(memory) == 24
+    floor_growth = min(memory[-8:]) - min(memory[1:9])
+    assert floor_growth < 2 * one_frame / 2**20 + SLACK_MB, (f"the render's memory floor grew by "
+                                                             f"{floor_growth:.0f} MB: {memory}")
 
 
 def test_a_saved_file_carries_no_frames_and_reads_its_files_without_voxfx(bakes, tmp_path):
