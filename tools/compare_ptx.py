@@ -1,7 +1,7 @@
 """PTX of every CUDA kernel, compiled with the options the kernel modules use, compared
 between a git revision and the working tree (a refactoring check on machines without a GPU).
 
-    python tools/compare_ptx.py --base <rev>
+    python tools/compare_ptx.py --base <rev> [--files 'flip_sparse_pressure*.cu']
 
 Identical PTX per ``extern "C"`` entry means the device runs the same instructions, so
 its results are bit-identical to the base revision's. Each tree is compiled with its own
@@ -18,6 +18,7 @@ used. Needs nvcc. Exit status 0 when every entry of the base is present and iden
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import re
 import subprocess
@@ -81,7 +82,11 @@ def main(argv=None) -> int:
     ap.add_argument("--base", required=True)
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--quiet", action="store_true", help="do not list the kernels that moved to another file")
+    ap.add_argument("--files", nargs="+", metavar="GLOB",
+                    help="only the kernel files matching these globs, in both trees (a change to an include: "
+                         "the files that include it)")
     args = ap.parse_args(argv)
+    wanted = (lambda source: any(fnmatch.fnmatch(source, g) for g in args.files)) if args.files else (lambda _: True)
     bad = same = 0
     with tempfile.TemporaryDirectory(prefix="voxfx-ptx-") as tmp:
         tmp = Path(tmp)
@@ -90,11 +95,11 @@ def main(argv=None) -> int:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.base], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
         new = {}  # entry name → {body: the files it is in}, over every file and option set of the working tree
-        for source, option_sets in compiles().items():
+        for source, option_sets in filter(lambda kv: wanted(kv[0]), compiles().items()):
             for options in option_sets:
                 for name, body in ptx_of(ROOT, source, options, args.arch, tmp).items():
                     new.setdefault(name, {}).setdefault(body, set()).add(source)
-        for source, option_sets in compiles(base).items():
+        for source, option_sets in filter(lambda kv: wanted(kv[0]), compiles(base).items()):
             for options in option_sets:
                 old = ptx_of(base, source, options, args.arch, tmp)
                 for name in sorted(old):

@@ -223,39 +223,7 @@ extern "C" __global__ void mgs_restrict_table(const long long* __restrict__ ckey
 }
 
 // ---- The restriction as the prolongation's transpose (sparse_pressure_setup.RESTRICT
-// "scatter"): coarse unknown c's column of down lists the fine cells 2I + (−1, 0, 1, 2) per
-// axis, and fine unknown f's column of up lists its parent and the parent's neighbours on
-// its side — the coarse cells I with 2I − 1 ≤ i ≤ 2I + 2 — so f is in down's column c at
-// row (iz·4 + iy)·4 + ix, i − 2I + 1 = ix per axis, exactly where c is in up's column f.
-// Every other entry of down (a fine cell not in the set, or not an unknown: its position is
-// the sentinel mf) is mf. So down is filled with mf (with the level's tables: the columns
-// 0 … mc) and each fine unknown writes its own index where up names an unknown c < mc:
-// the same integers as restrict_column's 64 searches a column, by 8 writes a fine unknown.
-
-// Columns 0 … m (m = cnt[2]) of down (64 rows of stride): the fine sentinel fcnt[2].
-__device__ __forceinline__ void restrict_fill(int u, int mf, int stride, int* __restrict__ down)
-{
-#pragma unroll 8
-    for (int row = 0; row < 64; ++row) down[row * stride + u] = mf;
-}
-
-// Fine unknown f (< mf, key fkey) into down (cstride) from its column of up (fstride).
-__device__ __forceinline__ void restrict_scatter(int f, long long fkey, int bx, int by, int bz,
-                                                 const int* __restrict__ up, int fstride, int mc,
-                                                 int* __restrict__ down, int cstride)
-{
-    int i, j, k;
-    key_cell(fkey, bx, by, bz, i, j, k);
-    const int si = (i & 1) ? 1 : -1, sj = (j & 1) ? 1 : -1, sk = (k & 1) ? 1 : -1;
-    for (int row = 0; row < 8; ++row) {
-        const int c = up[row * fstride + f];
-        if (c >= mc) continue;
-        const int ix = i - 2 * ((i >> 1) + (row & 1) * si) + 1;
-        const int iy = j - 2 * ((j >> 1) + ((row >> 1) & 1) * sj) + 1;
-        const int iz = k - 2 * ((k >> 1) + (row >> 2) * sk) + 1;
-        down[((iz * 4 + iy) * 4 + ix) * cstride + c] = f;
-    }
-}
+// "scatter"): restrict_fill and restrict_scatter, voxfx_mg_keys.cuh (beside prolong_column).
 
 // mgs_level_tables and down's columns 0 … cnt[2] filled with the fine sentinel fcnt[2]
 // (rows bound + 1 long, as nbr's).

@@ -1,7 +1,8 @@
 // The sparse multigrid's cell keys (kernels/flip/sparse_multigrid.py): (k − bz)·2^2B +
 // (j − by)·2^B + i − bx, B = KEY_BITS (a -D constant of the including module), every axis
 // inside its field; sets of them sorted. Shared by flip_sparse_pressure.cu and
-// flip_sparse_pressure_setup.cu, with the per-cell rules of their table kernels.
+// flip_sparse_pressure_setup.cu, with the per-cell rules of their table kernels; last, the
+// restriction as the prolongation's transpose (restrict_fill, restrict_scatter: the set-up's).
 #pragma once
 
 __device__ __forceinline__ long long cell_key(int i, int j, int k, int bx, int by, int bz)
@@ -198,4 +199,39 @@ __device__ __forceinline__ void widen_span(long long key, int* span)
     atomicMax(span + 3, -i);
     atomicMax(span + 4, -j);
     atomicMax(span + 5, -k);
+}
+
+// ---- The restriction as the prolongation's transpose (sparse_pressure_setup.RESTRICT
+// "scatter"): coarse unknown c's column of down lists the fine cells 2I + (−1, 0, 1, 2) per
+// axis, and fine unknown f's column of up lists its parent and the parent's neighbours on
+// its side — the coarse cells I with 2I − 1 ≤ i ≤ 2I + 2 — so f is in down's column c at
+// row (iz·4 + iy)·4 + ix, i − 2I + 1 = ix per axis, exactly where c is in up's column f.
+// Every other entry of down (a fine cell not in the set, or not an unknown: its position is
+// the sentinel mf) is mf. So down is filled with mf (with the level's tables: the columns
+// 0 … mc) and each fine unknown writes its own index where up names an unknown c < mc:
+// the same integers as restrict_column's 64 searches a column, by 8 writes a fine unknown.
+
+// Columns 0 … m (m = cnt[2]) of down (64 rows of stride): the fine sentinel fcnt[2].
+__device__ __forceinline__ void restrict_fill(int u, int mf, int stride, int* __restrict__ down)
+{
+#pragma unroll 8
+    for (int row = 0; row < 64; ++row) down[row * stride + u] = mf;
+}
+
+// Fine unknown f (< mf, key fkey) into down (cstride) from its column of up (fstride).
+__device__ __forceinline__ void restrict_scatter(int f, long long fkey, int bx, int by, int bz,
+                                                 const int* __restrict__ up, int fstride, int mc,
+                                                 int* __restrict__ down, int cstride)
+{
+    int i, j, k;
+    key_cell(fkey, bx, by, bz, i, j, k);
+    const int si = (i & 1) ? 1 : -1, sj = (j & 1) ? 1 : -1, sk = (k & 1) ? 1 : -1;
+    for (int row = 0; row < 8; ++row) {
+        const int c = up[row * fstride + f];
+        if (c >= mc) continue;
+        const int ix = i - 2 * ((i >> 1) + (row & 1) * si) + 1;
+        const int iy = j - 2 * ((j >> 1) + ((row >> 1) & 1) * sj) + 1;
+        const int iz = k - 2 * ((k >> 1) + (row >> 2) * sk) + 1;
+        down[((iz * 4 + iy) * 4 + ix) * cstride + c] = f;
+    }
 }
