@@ -79,6 +79,8 @@ def unwritable_reason(path: Path, min_free_bytes: int = MIN_FREE_BYTES) -> str |
 
 
 def _requested(preferred: str | os.PathLike | None) -> tuple[Path, str]:
+    """(folder, what chose it) for the kernel cache: ``VOXFX_KERNEL_CACHE`` first (pipelines, farms),
+    then CuPy's own variable, then *preferred* (module notes)."""
     env = os.environ.get(ENV_VAR, "").strip()
     if env:
         return Path(env).expanduser(), ENV_VAR

@@ -59,6 +59,8 @@ from .sparse_pressure_setup_graph import Graphs, enabled as graph_enabled
 from .sparse_pressure_workspace_levels import _launch_levels
 from .sparse_pressure_workspace_views import _CoarseLevel, _Up, _Views, _rows, Level0, fill_tables  # noqa: F401
 
+# The set-up's tables: "workspace" (the default) built into the kept buffers above, "fresh" allocated
+# each solve and copied into the solver's (the way before; the same pressure to the bit).
 MODE = os.environ.get("VOXFX_SPARSE_SETUP", "workspace")
 # The coarse levels' scratch: "set-up" (default) one allocation a set-up, freed at its end;
 # "kept": one a generation, kept with the tables (no allocation or views a set-up). The same
