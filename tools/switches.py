@@ -187,9 +187,11 @@ def markdown(switches=None) -> str:
         "default as the code resolves them, the function that reads it and the first sentence of that function's",
         "docstring. Most are A/B switches between ways of running a GPU stage that were measured against each other",
         "(bench/RESULTS.md has each measurement; `docs/flip_switch_history.md` what each changed): their defaults are",
-        "the ways measured fastest that give the same results, and an artist never needs to set one. A pipeline may,",
+        "the ways measured fastest that give the same results, and an artist never needs to set one; a pipeline may,",
         "for a benchmark or a bug report. The liquid's switches are read once a simulation step or level set (a",
-        "frame), so one changed while a frame is computed takes effect with the next frame.",
+        "frame), so one changed while a frame is computed takes effect with the next frame. Set-up for pipelines:",
+        "`VOXFX_BACKEND`, `VOXFX_KERNEL_CACHE` and `VOXFX_GPU_DIR` (README, GPU set-up). `VOXFX_FAULT_AT` and",
+        "`VOXFX_FREE_BYTES` are the tests' fault injection (README, Reliability).",
         "",
         f"{len({s.variable for s in switches})} variables, {len(switches)} reads.",
     ]
