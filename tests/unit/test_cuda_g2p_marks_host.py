@@ -13,6 +13,7 @@ import pytest
 from tests.cuda_host import DRIVER, STUBS
 from tests.unit import test_cuda_sparse_flip_host as flip_host
 from tests.unit.test_cuda_exact import build_words, hex32 as _hex, kernel_defines
+from tests.unit.test_cuda_g2p_table_host import G2P_CASE
 from voxfx.kernels.flip import sparse_gpu
 from voxfx.kernels.grid.sparse import brick_coords
 
@@ -27,7 +28,7 @@ HARNESS = STUBS + r"""
 #include "flip_sparse_transfer.cu"
 #include "flip_sparse_topology.cu"  // mark_occupied
 #include "flip_sparse_g2p_block.cu"
-""" + DRIVER + r"""
+""" + DRIVER + G2P_CASE + r"""
 static void marks(const std::vector<u8>& occ, const std::vector<unsigned>& speed2, unsigned long long missed) {
     printf("%llu\n", missed);
     ll set = 0;
@@ -39,25 +40,7 @@ static void marks(const std::vector<u8>& occ, const std::vector<unsigned>& speed
 int main() {
     int closed, nx, ny, nz, apic, speeds;
     if (scanf("%d %d %d %d %d %d", &closed, &nx, &ny, &nz, &apic, &speeds) != 6) return 1;
-    float ox = rf(), oy = rf(), oz = rf(), h = rf(), inv_h = rf(), flip = rf(), pic = rf(), dt = rf(), half_dt = rf();
-    ll nk, cap;
-    std::vector<ll> keys;
-    std::vector<int> slots;
-    read_bricks(nk, cap, keys, slots);
-    std::vector<float> pos, vel, c;
-    ll n = read_particles(apic, pos, vel, c);
-    const ll cells = cap * 512;
-    std::vector<float> u(cells), v(cells), w(cells), ou(cells), ov(cells), ow(cells);
-    for (auto* a : {&u, &v, &w, &ou, &ov, &ow}) for (auto& x : *a) x = rf();
-    std::vector<u8> solid(cells);
-    for (auto& x : solid) { int t; scanf("%d", &t); x = (u8)t; }
-    std::vector<int> coords(3 * cap, 0), nbr27(27 * cap, -1);
-    LAUNCH(27 * nk, brick_tables(keys.data(), slots.data(), nk, coords.data(), nbr27.data()));
-    const int d[3] = {closed ? (nx >> 3) + 2 : 0, closed ? (ny >> 3) + 2 : 0, closed ? (nz >> 3) + 2 : 0};
-    std::vector<int> index(std::max(1, d[0] * d[1] * d[2]), -1);
-    LAUNCH(nk, brick_index_fill(keys.data(), slots.data(), nk, index.data(), -1, -1, -1, d[0], d[1], d[2]));
-    std::vector<float> bu = u, bv = v, bw = w;
-    for (auto* b : {&bu, &bv, &bw}) for (auto& x : *b) x *= 0.5f;
+    G2P_CASE_READ(closed, nx, ny, nz, apic);
     for (int centred : {0, 1}) {
         std::vector<float> p = pos, q = vel, r = c;
         std::vector<u8> occ(cells, 0);

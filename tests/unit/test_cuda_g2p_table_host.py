@@ -29,41 +29,68 @@ test_table_corners_match_the_numpy_reference = flip_host.test_sparse_flip_kernel
 # Input: closed nx ny nz apic; ox oy oz h inv_h flip pic dt half_dt (%a); n_keys cap, keys, slots; N, pos, vel
 # (, C); u v w old_u old_v old_w (%a), solid (int), per pool cell. Output: g2p_advect_block_end(_apic)'s
 # positions, velocities (, C), then g2p_advect_block_centred(_apic)'s with u_n = the faces halved.
+# A block-G2P harness's case after its header ints (closed nx ny nz apic, then its own): the scalars, bricks,
+# particles, the faces u v w and the old ou ov ow, the solids; the brick tables (coords, nbr27) and the closed box's
+# brick index (d, index); u_n (bu bv bw) the faces halved. G2P_CASE_READ declares them all by these names (here and
+# in test_cuda_g2p_marks_host), after DRIVER and the kernel files that define brick_tables and brick_index_fill.
+G2P_CASE = r"""
+struct G2pCase {
+    float ox, oy, oz, h, inv_h, flip, pic, dt, half_dt;
+    ll nk, cap, n, cells;
+    std::vector<ll> keys;
+    std::vector<int> slots;
+    std::vector<float> pos, vel, c, u, v, w, ou, ov, ow, bu, bv, bw;
+    std::vector<u8> solid;
+    std::vector<int> coords, nbr27, index;
+    int d[3];
+};
+static G2pCase read_g2p_case(int closed, int nx, int ny, int nz, int apic) {
+    G2pCase g;
+    for (float* x : {&g.ox, &g.oy, &g.oz, &g.h, &g.inv_h, &g.flip, &g.pic, &g.dt, &g.half_dt}) *x = rf();
+    read_bricks(g.nk, g.cap, g.keys, g.slots);
+    g.n = read_particles(apic, g.pos, g.vel, g.c);
+    g.cells = g.cap * 512;
+    for (auto* a : {&g.u, &g.v, &g.w, &g.ou, &g.ov, &g.ow}) {
+        a->resize(g.cells);
+        for (auto& x : *a) x = rf();
+    }
+    g.solid.resize(g.cells);
+    for (auto& x : g.solid) { int t; scanf("%d", &t); x = (u8)t; }
+    g.coords.assign(3 * g.cap, 0);
+    g.nbr27.assign(27 * g.cap, -1);
+    LAUNCH(27 * g.nk, brick_tables(g.keys.data(), g.slots.data(), g.nk, g.coords.data(), g.nbr27.data()));
+    g.d[0] = closed ? (nx >> 3) + 2 : 0;
+    g.d[1] = closed ? (ny >> 3) + 2 : 0;
+    g.d[2] = closed ? (nz >> 3) + 2 : 0;
+    g.index.assign(std::max(1, g.d[0] * g.d[1] * g.d[2]), -1);
+    LAUNCH(g.nk, brick_index_fill(g.keys.data(), g.slots.data(), g.nk, g.index.data(), -1, -1, -1, g.d[0], g.d[1],
+                                  g.d[2]));
+    g.bu = g.u; g.bv = g.v; g.bw = g.w;
+    for (auto* b : {&g.bu, &g.bv, &g.bw}) for (auto& x : *b) x *= 0.5f;
+    return g;
+}
+#define G2P_CASE_READ(closed, nx, ny, nz, apic)                                                                     \
+    G2pCase g2p_case_ = read_g2p_case(closed, nx, ny, nz, apic);                                                   \
+    auto& [ox, oy, oz, h, inv_h, flip, pic, dt, half_dt, nk, cap, n, cells, keys, slots, pos, vel, c, u, v, w, ou, ov, \
+           ow, bu, bv, bw, solid, coords, nbr27, index, d] = g2p_case_
+"""
+
 G2P_HARNESS = STUBS + r"""
 #include "sparse.cu"
 #include "flip_sparse_transfer.cu"
 #include "flip_sparse_g2p_block.cu"
-""" + DRIVER + r"""
+""" + DRIVER + G2P_CASE + r"""
 int main() {
     int closed, nx, ny, nz, apic;
     if (scanf("%d %d %d %d %d", &closed, &nx, &ny, &nz, &apic) != 5) return 1;
-    float ox = rf(), oy = rf(), oz = rf(), h = rf(), inv_h = rf(), flip = rf(), pic = rf(), dt = rf(), half_dt = rf();
-    ll nk, cap;
-    std::vector<ll> keys;
-    std::vector<int> slots;
-    read_bricks(nk, cap, keys, slots);
-    std::vector<float> pos, vel, c;
-    ll n = read_particles(apic, pos, vel, c);
-    const ll cells = cap * 512;
-    std::vector<float> u(cells), v(cells), w(cells), ou(cells), ov(cells), ow(cells);
-    for (auto* a : {&u, &v, &w, &ou, &ov, &ow}) for (auto& x : *a) x = rf();
-    std::vector<u8> solid(cells);
-    for (auto& x : solid) { int t; scanf("%d", &t); x = (u8)t; }
-    std::vector<int> coords(3 * cap, 0), nbr27(27 * cap, -1);
-    LAUNCH(27 * nk, brick_tables(keys.data(), slots.data(), nk, coords.data(), nbr27.data()));
-    const int idx_d[3] = {closed ? (nx >> 3) + 2 : 0, closed ? (ny >> 3) + 2 : 0, closed ? (nz >> 3) + 2 : 0};
-    std::vector<int> index(std::max(1, idx_d[0] * idx_d[1] * idx_d[2]), -1);
-    LAUNCH(nk, brick_index_fill(keys.data(), slots.data(), nk, index.data(), -1, -1, -1, idx_d[0], idx_d[1],
-                                idx_d[2]));
-    std::vector<float> bu = u, bv = v, bw = w;
-    for (auto* b : {&bu, &bv, &bw}) for (auto& x : *b) x *= 0.5f;
+    G2P_CASE_READ(closed, nx, ny, nz, apic);
     for (int centred : {0, 1}) {
         std::vector<float> p = pos, q = vel, r = c;
         auto* k = centred ? (apic ? g2p_advect_block_centred_apic : g2p_advect_block_centred)
                           : (apic ? g2p_advect_block_end_apic : g2p_advect_block_end);
         LAUNCH(n, k(p.data(), q.data(), r.data(), n, apic, u.data(), v.data(), w.data(), ou.data(), ov.data(),
                     ow.data(), solid.data(), keys.data(), slots.data(), nk, nbr27.data(), index.data(), -1, -1, -1,
-                    idx_d[0], idx_d[1], idx_d[2], closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt,
+                    d[0], d[1], d[2], closed, nx, ny, nz, ox, oy, oz, h, inv_h, flip, pic, dt, half_dt,
                     nullptr, 0, centred, bu.data(), bv.data(), bw.data()));
         pf(p); pf(q);
         if (apic) pf(r);
