@@ -190,8 +190,9 @@ __device__ __forceinline__ bool tile_node(long long b, int t, int nbx, int nby, 
 // ((i + ½)·h + o, as surface._node_coordinate); false where the thread has no node to gather:
 // past the grid's far edges, or in a tile that is not active (its node set to +band,
 // "outside, far").
-// tile_gather_node_at: the same for thread t of tile b where a tile's nodes are spread over
-// several blocks (flip_surface_lean.cu's particle_level_set_lean_split).
+// tile_gather_node_at: for thread t of tile b, where a tile's nodes are spread over several
+// blocks (flip_surface_lean.cu's particle_level_set_lean_split); tile_gather_node: the block's
+// own tile (b = blockIdx.x, t = threadIdx.x).
 __device__ __forceinline__ bool tile_gather_node_at(long long b, int t, const unsigned char* __restrict__ active,
                                                     int nbx, int nby, int nx, int ny, int nz, float ox, float oy,
                                                     float oz, float h, float band, float* __restrict__ phi,
@@ -214,15 +215,6 @@ __device__ __forceinline__ bool tile_gather_node(const unsigned char* __restrict
                                                  float* __restrict__ phi, long long& node, float& x, float& y,
                                                  float& z)
 {
-    long long b = blockIdx.x;
-    int i, j, k;
-    if (!tile_node(b, threadIdx.x, nbx, nby, nx, ny, nz, &i, &j, &k, &node)) return false;
-    if (!active[b]) {
-        phi[node] = band;
-        return false;
-    }
-    x = ((float)i + 0.5f) * h + ox;
-    y = ((float)j + 0.5f) * h + oy;
-    z = ((float)k + 0.5f) * h + oz;
-    return true;
+    return tile_gather_node_at(blockIdx.x, threadIdx.x, active, nbx, nby, nx, ny, nz, ox, oy, oz, h, band, phi, node, x,
+                               y, z);
 }
