@@ -45,6 +45,18 @@ def nothing_arguments(a):
             i64(4), a[2], i32(-1), i32(-1), i32(-1), i32(10), i32(10), i32(10), a[0], a[3], a[4], a[5], i32(2))
 
 
+def best_us(fn, number, stream, runs=5):
+    """µs of host time a call of *fn*: the best of *runs* runs of *number* calls, after one call (compiles,
+    pool blocks), *stream* drained before each run and after the last."""
+    fn()
+    best = float("inf")
+    for _ in range(runs):
+        stream.synchronize()
+        best = min(best, timeit.timeit(fn, number=number) / number)
+    stream.synchronize()
+    return best * 1e6
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=2000)
@@ -57,13 +69,7 @@ def main():
           f"NumPy {np.__version__}")
 
     def us(fn, number=calls):
-        fn()
-        best = float("inf")
-        for _ in range(5):
-            stream.synchronize()
-            best = min(best, timeit.timeit(fn, number=number) / number)
-        stream.synchronize()
-        return best * 1e6
+        return best_us(fn, number, stream)
 
     buf = cp.zeros(1 << 20, cp.uint8)
     small = cp.arange(4000, dtype=cp.int32)

@@ -23,7 +23,6 @@ import os
 import runpy
 import sys
 import time
-import timeit
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +34,7 @@ load()
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _host_probe import on_cpu, probe  # noqa: E402
 from _host_probe import work as python_loop  # noqa: E402  (the fixed piece of interpreter work)
-from cupy_host_ops import SOURCE, nothing_arguments  # noqa: E402  (the launch timed: mark_occupied's shape)
+from cupy_host_ops import SOURCE, best_us, nothing_arguments  # noqa: E402  (the launch timed: mark_occupied's shape; its timer)
 
 
 def steal() -> int:
@@ -98,15 +97,6 @@ def main():
     b = cp.ones(4000, cp.float32)
     c = cp.empty_like(a)
 
-    def us(fn, number):
-        fn()
-        best = float("inf")
-        for _ in range(3):
-            stream.synchronize()
-            best = min(best, timeit.timeit(fn, number=number) / number)
-        stream.synchronize()
-        return best * 1e6
-
     x, y, z = np.ones(20_000), np.ones(20_000), np.empty(20_000)
     rows = [("launch", lambda: raw((1,), (32,), launch_args), args.calls),
             ("a + b", lambda: cp.add(a, b, out=c), args.calls),
@@ -117,7 +107,7 @@ def main():
     for cpu in ["start"] + cpus + ["start"]:
         os.sched_setaffinity(0, start if cpu == "start" else {cpu})
         s0 = steal()
-        times = [us(fn, n) for _, fn, n in rows]
+        times = [best_us(fn, n, stream, runs=3) for _, fn, n in rows]
         where = on_cpu()
         print(f"{cpu} | {mhz().get(where, 0):.0f} | " + " | ".join(f"{t:.2f}" for t in times)
               + f" | {steal() - s0} | {where}", flush=True)
