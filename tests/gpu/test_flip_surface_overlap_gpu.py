@@ -62,36 +62,37 @@ def test_without_one_smoothing_step_the_sink_is_left(monkeypatch, smooth_iterati
                                                    smooth_iterations=smooth_iterations).get().tobytes()
 
 
-def test_sparse_level_set_overlapped_is_its_device_level_set(monkeypatch):
-    """An open sparse liquid (its region's level set, sparse_output.level_set; a small closed box
-    takes the dense solver's level set, not this copy)."""
+def _open_liquid_level_sets(monkeypatch, substeps):
+    """An open sparse liquid after *substeps* substeps of 1/120 s: its device level set (NumPy), then
+    ``level_set()``'s host array with ``VOXFX_LEVEL_SET_COPY=overlap``."""
     import cupy
 
     spec = GridSpec((0.0, 0.0, 0.0), 0.04, (40, 16, 24))
     sim = FlipSimulation(spec, FlipSettings(seed=5, boundary="open"), *box((0.0, 0.0, 0.0), (0.6, 0.64, 0.5)),
                          xp=cupy, sparse=True)
-    for _ in range(6):
+    for _ in range(substeps):
         sim.substep(1 / 120)
     on_device = sim.level_set(on_device=True).get()
     monkeypatch.setenv("VOXFX_LEVEL_SET_COPY", "overlap")
-    host = sim.level_set()
+    return on_device, sim.level_set()
+
+
+def test_sparse_level_set_overlapped_is_its_device_level_set(monkeypatch):
+    """An open sparse liquid (its region's level set, sparse_output.level_set; a small closed box
+    takes the dense solver's level set, not this copy)."""
+    on_device, host = _open_liquid_level_sets(monkeypatch, 6)
     assert isinstance(host, np.ndarray) and host.dtype == np.float32 and (host < 0).any()
     assert host.tobytes() == on_device.tobytes()
 
 
 def test_sparse_level_set_overlap_where_it_does_not_apply_copies_into_its_block(monkeypatch):
     """With the overlap asked for but a level set it does not serve ("bricks"), φ is copied after into the
-    sink's one pinned block (sparse_output.level_set: no second block), the device's φ to the bit."""
-    import cupy
-
+    sink's one pinned block (sparse_output.level_set: no second block — ``host_copy``, which would page-lock
+    one, is not called), the device's φ to the bit."""
     monkeypatch.setenv("VOXFX_LEVEL_SET", "bricks")
-    spec = GridSpec((0.0, 0.0, 0.0), 0.04, (40, 16, 24))
-    sim = FlipSimulation(spec, FlipSettings(seed=5, boundary="open"), *box((0.0, 0.0, 0.0), (0.6, 0.64, 0.5)),
-                         xp=cupy, sparse=True)
-    for _ in range(3):
-        sim.substep(1 / 120)
-    on_device = sim.level_set(on_device=True).get()
-    monkeypatch.setenv("VOXFX_LEVEL_SET_COPY", "overlap")
-    host = sim.level_set()
+    copies, real = [], surface_host_copy.host_copy
+    monkeypatch.setattr(surface_host_copy, "host_copy", lambda *a, **k: copies.append(k) or real(*a, **k))
+    on_device, host = _open_liquid_level_sets(monkeypatch, 3)
     assert isinstance(host, np.ndarray) and host.dtype == np.float32 and (host < 0).any()
     assert host.tobytes() == on_device.tobytes()
+    assert copies == []
