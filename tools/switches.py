@@ -46,15 +46,20 @@ class Switch:
     summary: str
 
 
-def _constants(tree: ast.Module) -> dict:
-    """The module's top-level NAME = literal assignments."""
+def _assignments(tree: ast.Module) -> dict:
+    """The module's top-level NAME = value statements, by name."""
+    return {n.targets[0].id: n for n in tree.body
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+
+
+def _constants(assigned: dict) -> dict:
+    """Of *assigned*, the NAME = literal ones, as their values."""
     out = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                out[node.targets[0].id] = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                pass
+    for name, node in assigned.items():
+        try:
+            out[name] = ast.literal_eval(node.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            pass
     return out
 
 
@@ -64,7 +69,8 @@ def _module(path: Path):
     if not path.is_relative_to(ROOT) or path.relative_to(ROOT).parts[0] != "kernels":
         return None
     rel = path.relative_to(ROOT)
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from tools.package import load
 
     load()
@@ -115,9 +121,8 @@ def _reads(path: Path, root: Path = ROOT):
     """The ``Switch`` of every VOXFX_ read in the Python file *path* (named relative to *root*)."""
     source = path.read_text(encoding="utf-8")
     tree, lines = ast.parse(source), source.splitlines()
-    constants = _constants(tree)
-    assigned = {n.targets[0].id: n for n in tree.body
-                if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+    assigned = _assignments(tree)
+    constants = _constants(assigned)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and node.args):
