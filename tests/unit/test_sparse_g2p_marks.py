@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tests.unit.test_flip_sparse_substep_reads import dam_break, same_bits
+from tests.unit.test_flip_sparse_substep_reads import cpu_ways_agree
 from tests.unit.test_sparse_topology_ahead import _grid_and_key
 from voxfx.kernels.flip import sparse_g2p_gpu, sparse_g2p_marks as marks
 from voxfx.kernels.flip import sparse_topology_ahead as ahead
@@ -79,15 +79,10 @@ def test_speed_read_refuses_marks_not_of_these_particles(counts):
 
 def test_the_cpu_path_is_the_same_with_the_switch_on(monkeypatch, counts):
     """NumPy: no marks made (``prepare`` None), the same particles to the bit."""
-    runs = {}
-    for way in ("0", "1"):
-        monkeypatch.setenv("VOXFX_SPARSE_G2P_MARKS", way)
-        sim = dam_break()
+    def no_marks(sim):
         assert marks.prepare(sim) is None
-        for _ in range(2):
-            sim.step(1 / 24)
-        runs[way] = (sim.pos, sim.vel)
-    assert same_bits(runs["0"], runs["1"])
+
+    assert cpu_ways_agree(monkeypatch, "VOXFX_SPARSE_G2P_MARKS", no_marks)
     assert counts == {"made": 0, "taken": 0, "refused": 0, "speeds": 0}
 
 

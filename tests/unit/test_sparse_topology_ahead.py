@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tests.unit.test_flip_sparse_substep_reads import dam_break, same_bits
+from tests.unit.test_flip_sparse_substep_reads import cpu_ways_agree
 from voxfx.kernels.flip import sparse_topology_ahead as ahead
 from voxfx.kernels.flip import sparse_topology_gpu as tg
 
@@ -88,13 +88,8 @@ def test_drop_forgets_an_ahead_and_counts_it(counts):
 
 def test_the_cpu_path_is_the_same_with_the_switch_on(monkeypatch, counts):
     """NumPy: no ahead (``speed_read`` leaves the speed to the caller), the same particles to the bit."""
-    runs = {}
-    for way in ("0", "1"):
-        monkeypatch.setenv("VOXFX_SPARSE_OCCUPIED_AHEAD", way)
-        sim = dam_break()
+    def no_ahead(sim):
         assert ahead.speed_read(sim) is None
-        for _ in range(2):
-            sim.step(1 / 24)
-        runs[way] = (sim.pos, sim.vel)
-    assert same_bits(runs["0"], runs["1"])
+
+    assert cpu_ways_agree(monkeypatch, "VOXFX_SPARSE_OCCUPIED_AHEAD", no_ahead)
     assert counts == {"launched": 0, "taken": 0, "refused": 0}
