@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.gpu.test_flip_sparse_pressure_bricks_gpu import host
-from tests.gpu.test_flip_sparse_pressure_cells_brick_gpu import big_pool
+from tests.gpu.test_flip_sparse_pressure_cells_brick_gpu import _agree, big_pool
 from tests.gpu.test_flip_sparse_pressure_one_read_gpu import DT, scene
 from voxfx.kernels.flip import sparse_pressure, sparse_pressure_cells, sparse_pressure_gpu
 from voxfx.kernels.flip.grid import FLUID
@@ -22,11 +22,6 @@ def _stage(monkeypatch, g, pairs, brick="fused"):
     monkeypatch.setenv("VOXFX_SPARSE_CELLS_BRICK", brick)
     monkeypatch.setenv("VOXFX_SPARSE_CELLS_PAIRS", pairs)
     return [host(a) for a in sparse_pressure_cells.stage(g, DT)]
-
-
-def _agree(old, new, note):
-    for a, b in zip(old, new):
-        assert a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8)), note
 
 
 @pytest.mark.parametrize("pairs", WAYS)
