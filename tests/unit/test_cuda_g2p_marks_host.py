@@ -12,10 +12,9 @@ import pytest
 
 from tests.cuda_host import DRIVER, STUBS
 from tests.unit import test_cuda_sparse_flip_host as flip_host
-from tests.unit.test_cuda_exact import build_words, hex32 as _hex, kernel_defines
-from tests.unit.test_cuda_g2p_table_host import G2P_CASE
+from tests.unit.test_cuda_exact import build_words, kernel_defines
+from tests.unit.test_cuda_g2p_table_host import G2P_CASE, fast_faces_scene, g2p_case_lines
 from voxfx.kernels.flip import sparse_gpu
-from voxfx.kernels.grid.sparse import brick_coords
 
 CORNERS = {"select": (0, 0), "pairs": (1, 0), "table": (0, 1), "tablew": (0, 2)}  # BLOCK_PAIRS, BLOCK_TABLE
 
@@ -101,30 +100,15 @@ def test_g2p_marks_are_mark_occupied_of_the_moved_particles(harness, closed, api
     missed > 0), a few not finite (NaN, ∞: no mark) and three below the box (closed: cell clamped); the G2P's marks
     equal mark_occupied's bit for bit, its most is the NumPy |v|²'s largest bits, and the positions and velocities
     are the reference's (the unmarked kernels' bits, test_cuda_g2p_*_host.py)."""
-    spec, grid, pos, vel, c = flip_host.scene(closed, apic, 41 + 2 * closed + apic)
-    if holes:
-        keys = grid.topology.keys
-        grid.retopologize(keys[brick_coords(keys).sum(axis=1) % 2 == 0])
-    rng = np.random.default_rng(7 + 2 * closed + apic + 4 * speeds)
-    for name in grid.FACES:
-        grid[name] = rng.normal(0.0, 30.0, grid.size).astype(np.float32)
-    old = tuple(rng.normal(0.0, 30.0, grid.size).astype(np.float32) for _ in grid.FACES)
+    spec, grid, pos, vel, c, old = fast_faces_scene(closed, apic, holes, 41 + 2 * closed + apic,
+                                                    7 + 2 * closed + apic + 4 * speeds)
     pos[5] = (np.nan, 0.0, 0.0)
     pos[9] = (np.inf, 0.1, 0.1)
     vel[11] = (3e19, 0.0, 0.0)  # |v|² overflows to +inf: the largest bits
     pos[13:16] = np.asarray(spec.origin, np.float32) - np.float32(3 * grid.h)  # outside the box: clamped when closed
     dt = np.float32(0.01)
     flip = np.float32(0.0 if apic else 0.5)
-    nx, ny, nz = spec.shape
-    t = grid.topology
-    lines = [f"{int(closed)} {nx} {ny} {nz} {int(apic)} {speeds}",
-             _hex([*spec.origin, grid.h, 1.0 / grid.h, flip, np.float32(1) - flip, dt, np.float32(0.5) * dt]),
-             f"{t.count} {grid.capacity}", " ".join(str(int(k)) for k in t.keys),
-             " ".join(str(int(s)) for s in t.slots), str(len(pos)), _hex(pos), _hex(vel)]
-    if apic:
-        lines.append(_hex(c))
-    lines += [*(_hex(f) for f in (*grid.faces(), *old)), " ".join(str(int(x)) for x in grid["solid"])]
-    out = flip_host.Reader(harness(lines))
+    out = flip_host.Reader(harness(g2p_case_lines(closed, apic, spec, grid, pos, vel, c, old, flip, dt, (speeds,))))
     cap = int(grid.capacity)
     from voxfx.kernels.flip import sparse_transfer
 

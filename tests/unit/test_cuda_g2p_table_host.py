@@ -109,6 +109,34 @@ def g2p_harness(tmp_path_factory, request):
                        f"g2p_table_or{request.param}")
 
 
+def fast_faces_scene(closed, apic, holes, scene_seed, faces_seed):
+    """``flip_host.scene`` (a checkerboard of its bricks where *holes*) with fast faces (normal, σ 30 m/s) and
+    old faces: (spec, grid, pos, vel, c, old)."""
+    spec, grid, pos, vel, c = flip_host.scene(closed, apic, scene_seed)
+    if holes:
+        keys = grid.topology.keys
+        grid.retopologize(keys[brick_coords(keys).sum(axis=1) % 2 == 0])
+    rng = np.random.default_rng(faces_seed)
+    for name in grid.FACES:
+        grid[name] = rng.normal(0.0, 30.0, grid.size).astype(np.float32)
+    old = tuple(rng.normal(0.0, 30.0, grid.size).astype(np.float32) for _ in grid.FACES)
+    return spec, grid, pos, vel, c, old
+
+
+def g2p_case_lines(closed, apic, spec, grid, pos, vel, c, old, flip, dt, extra=()):
+    """A G2P_CASE harness's input: the header ints (closed nx ny nz apic, then *extra*), the scalars (ratio *flip*,
+    *dt*), bricks, particles, faces and old faces, solids."""
+    nx, ny, nz = spec.shape
+    t = grid.topology
+    lines = [" ".join(str(int(v)) for v in (closed, nx, ny, nz, apic, *extra)),
+             _hex([*spec.origin, grid.h, 1.0 / grid.h, flip, np.float32(1) - flip, dt, np.float32(0.5) * dt]),
+             f"{t.count} {grid.capacity}", " ".join(str(int(k)) for k in t.keys),
+             " ".join(str(int(s)) for s in t.slots), str(len(pos)), _hex(pos), _hex(vel)]
+    if apic:
+        lines.append(_hex(c))
+    return lines + [*(_hex(f) for f in (*grid.faces(), *old)), " ".join(str(int(x)) for x in grid["solid"])]
+
+
 @pytest.mark.parametrize("holes", [False, True], ids=["bricks", "holes"])
 @pytest.mark.parametrize("closed", [True, False], ids=["closed", "open"])
 @pytest.mark.parametrize("apic", [False, True], ids=["flip", "apic"])
@@ -116,26 +144,11 @@ def test_table_corners_match_the_reference_where_midpoints_leave_the_table(g2p_h
     """Faces of ~±6 cells a step (dt 0.01 s, h 0.05 m, |u| ~30 m/s): many midpoints lie more than 3 cells
     from x (beyond the particle's table: the slow path), the rest in it; positions, velocities (and C) the
     NumPy reference's bits at the end of the substep and time-centred (u_n the faces halved)."""
-    spec, grid, pos, vel, c = flip_host.scene(closed, apic, 31 + 2 * closed + apic)
-    if holes:
-        keys = grid.topology.keys
-        grid.retopologize(keys[brick_coords(keys).sum(axis=1) % 2 == 0])
-    rng = np.random.default_rng(5 + 2 * closed + apic)
-    for name in grid.FACES:
-        grid[name] = rng.normal(0.0, 30.0, grid.size).astype(np.float32)
-    old = tuple(rng.normal(0.0, 30.0, grid.size).astype(np.float32) for _ in grid.FACES)
+    spec, grid, pos, vel, c, old = fast_faces_scene(closed, apic, holes, 31 + 2 * closed + apic,
+                                                    5 + 2 * closed + apic)
     dt = np.float32(0.01)
     flip = np.float32(0.0 if apic else 0.5)
-    nx, ny, nz = spec.shape
-    t = grid.topology
-    lines = [f"{int(closed)} {nx} {ny} {nz} {int(apic)}",
-             _hex([*spec.origin, grid.h, 1.0 / grid.h, flip, np.float32(1) - flip, dt, np.float32(0.5) * dt]),
-             f"{t.count} {grid.capacity}", " ".join(str(int(k)) for k in t.keys),
-             " ".join(str(int(s)) for s in t.slots), str(len(pos)), _hex(pos), _hex(vel)]
-    if apic:
-        lines.append(_hex(c))
-    lines += [*(_hex(f) for f in (*grid.faces(), *old)), " ".join(str(int(x)) for x in grid["solid"])]
-    out = flip_host.Reader(g2p_harness(lines))
+    out = flip_host.Reader(g2p_harness(g2p_case_lines(closed, apic, spec, grid, pos, vel, c, old, flip, dt)))
     # the midpoints: x + ½Δt·u(x) (PIC alone: u(x) = the new velocity without APIC's C)
     probe_pos, probe_vel = pos.copy(), vel.copy()
     sparse_transfer.g2p_advect(grid, old, probe_pos, probe_vel, np.float32(0), dt)
