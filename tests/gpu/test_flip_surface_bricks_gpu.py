@@ -172,6 +172,41 @@ def test_lean_gather_split_over_blocks_gives_the_same_bits(monkeypatch, split):
         assert call().get().tobytes() == whole.tobytes()
 
 
+@pytest.mark.parametrize("mode", ["lean", "bricks"])
+def test_smoothing_buffer_is_taken_after_the_gathers_points_are_let_go(monkeypatch, mode):
+    """When the smoothing takes φ's second buffer, the level set holds only its inputs, φ and the
+    bricks' flags: the gather's packed points (16 bytes a particle and image) and cell starts are
+    gone. A tuple of the gather's arguments kept them through the smoothing (session 25: +9.2 MiB
+    at the 1M spreading liquid's frames 0–3, which the memory check's peak then met)."""
+    import cupy
+    from cupy.cuda import memory_hook
+
+    monkeypatch.setenv("VOXFX_LEVEL_SET", mode)
+    rng = np.random.default_rng()
+    spec = GridSpec((0.0, 0.0, 0.0), 1.0 / 40, (40, 40, 40))
+    pos = cupy.asarray(rng.uniform(0.2, 0.8, (400_000, 3)).astype(np.float32))  # packed: 6.4 MB, φ: 0.28 MB
+    r, R = surface_radii(spec.voxel_size, 8)
+    pool = cupy.get_default_memory_pool()
+    phi_bytes = closed_level_set(pos, spec, r, R, xp=cupy, smooth_iterations=1).nbytes  # kernels compiled
+
+    class AtTwin(memory_hook.MemoryHook):
+        name = "VoxFXTestSmoothingTwin"
+        seen, used = 0, None
+
+        def malloc_postprocess(self, **kw):
+            if kw["size"] == phi_bytes:
+                self.seen += 1
+                if self.seen == 2:  # φ, then the smoothing's other buffer
+                    self.used = pool.used_bytes()
+
+    base = pool.used_bytes()
+    with AtTwin() as hook:
+        phi = closed_level_set(pos, spec, r, R, xp=cupy, smooth_iterations=1)
+    assert hook.seen == 2 and (phi.get() < 0).any()
+    held = hook.used - base - 2 * phi_bytes  # beyond the inputs and φ's two buffers
+    assert 0 <= held < 16 * len(pos) // 2, (held, 16 * len(pos))
+
+
 def test_gather_work_counts_the_nodes_and_points_the_gather_tests(monkeypatch):
     """VOXFX_LEVEL_SET_GATHER_WORK=1 (benches): the gather's work counters in STATS — gathered and
     interior nodes within the grid's, the warps' slots at least the points tested (a warp's row

@@ -10,12 +10,23 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.gpu.pool_peak import pool_peak
+from voxfx.kernels import memory
 from voxfx.kernels.flip import sparse_memory as M
 from voxfx.kernels.flip.frame_check import FrameCheck
 from voxfx.kernels.flip.grid import FlipSettings
 from voxfx.kernels.flip.sim import FlipSimulation
 
 cp = pytest.importorskip("cupy")
+
+
+def _as_a_bake_starts(pool) -> int:
+    """The pool as the bake operator leaves it before a bake (``memory.release_gpu_pool``: the
+    cached solvers and set-up workspaces dropped, the free blocks given back), and the bytes
+    still in use then: arrays VoxFX does not hold for a bake (earlier tests' objects in this
+    process), which this bake's peak does not count (the GPU suite's shard 1, session 25: frame
+    11 of the spreading liquid peaked 8.0 MiB over its need there, 4.9 MiB under it alone)."""
+    memory.release_gpu_pool()
+    return pool.used_bytes()
 
 
 @pytest.mark.parametrize("sort, path", [("off", "argsort"), ("1", "gather")])
@@ -30,7 +41,7 @@ def test_the_estimate_and_the_frame_check_cover_each_frames_peak_as_the_liquid_s
     monkeypatch.setenv("VOXFX_SPARSE_PARTICLE_SORT_PATH", path)
 
     pool = cp.get_default_memory_pool()
-    pool.free_all_blocks()
+    base = _as_a_bake_starts(pool)
     sim, estimate, check = spreading_liquid(cp)
 
     bricks = []
@@ -43,11 +54,12 @@ def test_the_estimate_and_the_frame_check_cover_each_frames_peak_as_the_liquid_s
             sim.level_set()
             cp.cuda.Device().synchronize()
         check.seen(sim)
+        peak = hook.peak - base  # this bake's bytes
         bricks.append(sim.grid.brick_count())
-        assert hook.peak <= need, (frame, hook.peak / 2 ** 20, need / 2 ** 20)
-        assert hook.peak <= estimate["total"], (frame, hook.peak / 2 ** 20, estimate["total"] / 2 ** 20)
+        assert peak <= need, (frame, peak / 2 ** 20, need / 2 ** 20)
+        assert peak <= estimate["total"], (frame, peak / 2 ** 20, estimate["total"] / 2 ** 20)
         if frame:  # after the first frame (the estimate's bricks) the check follows the grid
-            assert need <= 2 * hook.peak, (frame, hook.peak / 2 ** 20, need / 2 ** 20)
+            assert need <= 2 * peak, (frame, peak / 2 ** 20, need / 2 ** 20)
     assert max(bricks) > 1.5 * bricks[0]  # it spread
     assert max(bricks) <= estimate["bricks"]
     spare = getattr(sim, "sort_spare", None)  # held by the gather path: what the estimate counts
@@ -65,7 +77,7 @@ def test_the_band_estimate_and_check_count_the_particles_the_band_keeps(band):
     from flip import dam_break
 
     pool = cp.get_default_memory_pool()
-    pool.free_all_blocks()
+    base = _as_a_bake_starts(pool)
     spec, v, t = dam_break(128, 1_000_000)
     sim = FlipSimulation(spec, FlipSettings(narrow_band=band), v, t, xp=cp, sparse=True)
     P = len(sim.pos)
@@ -90,8 +102,9 @@ def test_the_band_estimate_and_check_count_the_particles_the_band_keeps(band):
             sim.level_set()
             cp.cuda.Device().synchronize()
         check.seen(sim)
+        peak = hook.peak - base  # this bake's bytes
         assert len(sim.pos) < sim.liquid_particles()  # the band keeps fewer
-        assert hook.peak <= need, (frame, hook.peak / 2 ** 20, need / 2 ** 20)
-        assert hook.peak <= estimate["total"], (frame, hook.peak / 2 ** 20, estimate["total"] / 2 ** 20)
+        assert peak <= need, (frame, peak / 2 ** 20, need / 2 ** 20)
+        assert peak <= estimate["total"], (frame, peak / 2 ** 20, estimate["total"] / 2 ** 20)
         if frame:
-            assert need <= 2 * hook.peak, (frame, hook.peak / 2 ** 20, need / 2 ** 20)
+            assert need <= 2 * peak, (frame, peak / 2 ** 20, need / 2 ** 20)
