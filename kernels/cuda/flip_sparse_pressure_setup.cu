@@ -299,18 +299,11 @@ extern "C" __global__ void mgs_key_span(const long long* __restrict__ keys, cons
 #define TAIL_PTR(l, k, T) ((T*)(size_t)rec[(size_t)(l) * TAIL_REC + (k)])
 #define TAIL_INT(l, k) ((int)rec[(size_t)(l) * TAIL_REC + 17 + (k)])
 
-// STOP (the _stop kernels): no level past the last the V-cycle keeps (tail_level_kept, min_side:
-// MG_MIN_SIDE); their cnt and span rows stay as the host wrote them (0, −2^31 + 1).
-template <bool SCATTER, class Group, bool STOP = false>  // the restriction by restrict_scatter or restrict_column
+template <bool SCATTER, class Group>  // the restriction by restrict_scatter (RESTRICT "scatter") or restrict_column
 __device__ __forceinline__ void mgs_tail_levels_body(const long long* __restrict__ rec, int first, int count,
-                                                     int* __restrict__ cnt, int* __restrict__ span, Group& g,
-                                                     int min_side = 0)
+                                                     int* __restrict__ cnt, int* __restrict__ span, Group& g)
 {
     for (int l = first; l < count; ++l) {
-        if (STOP) {
-            if (l > first) g.sync();  // the level before: its count and span atomics done by every thread
-            if (!tail_level_kept(cnt, span, l, min_side)) break;  // the same values in every thread
-        }
         const int f = l - 1, fb = TAIL_INT(f, 0), nb = TAIL_INT(l, 0), fstride = TAIL_INT(f, 4);
         const int bx = TAIL_INT(f, 1), by = TAIL_INT(f, 2), bz = TAIL_INT(f, 3);
         const int cbx = TAIL_INT(l, 1), cby = TAIL_INT(l, 2), cbz = TAIL_INT(l, 3);
@@ -401,25 +394,6 @@ extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_fast_scatter(
 {
     SetupFastBlock g;
     mgs_tail_levels_body<true>(rec, first, count, cnt, span, g);
-}
-
-// The fast block stopping after the last level the V-cycle keeps (VOXFX_SPARSE_SETUP_TAIL_STOP "1";
-// sparse_pressure_workspace_levels._tail_groups): the same tables for the kept levels, none after.
-extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_fast_stop(const long long* __restrict__ rec,
-                                                                             int first, int count,
-                                                                             int* __restrict__ cnt,
-                                                                             int* __restrict__ span, int min_side)
-{
-    SetupFastBlock g;
-    mgs_tail_levels_body<false, SetupFastBlock, true>(rec, first, count, cnt, span, g, min_side);
-}
-
-extern "C" __global__ void __launch_bounds__(1024) mgs_tail_levels_fast_stop_scatter(
-    const long long* __restrict__ rec, int first, int count, int* __restrict__ cnt, int* __restrict__ span,
-    int min_side)
-{
-    SetupFastBlock g;
-    mgs_tail_levels_body<true, SetupFastBlock, true>(rec, first, count, cnt, span, g, min_side);
 }
 
 // The same levels by one cluster of TAIL_CLUSTER blocks (sparse_pressure_workspace_levels.TAIL_GROUPS

@@ -96,7 +96,7 @@ extern "C" __global__ void quotient_mismatches(float b, int e, int m0, long long
 // −2⁻²³ and t³ is +0 or at most −2⁻⁶⁹ (−∞ for a far point), never −0; a NaN d2 gives a NaN
 // t³, which fmaxf drops; a hit's t³ ≥ 0 is kept (+0 where q rounds to 1, as the select keeps
 // it). d2 itself stays unfused: the same points weigh more than 0.
-// particle_terms: (w, dx, dy, dz) alone (the balanced gather's lanes make them for another's node).
+// particle_terms: (w, dx, dy, dz) alone.
 __device__ __forceinline__ float4 particle_terms(float4 q, float x, float y, float z, float R2, float inv)
 {
     float dx = q.x - x, dy = q.y - y, dz = q.z - z;
@@ -312,10 +312,6 @@ extern "C" __global__ void particle_level_set_lean_split(GATHER_LEAN_ARGS, int p
                         cz, R, band, phi);
 }
 
-// ---------------------------------------------------------------- the lanes balanced (voxfx_surface_balance.cuh)
-
-#include "voxfx_surface_balance.cuh"  // particle_level_set_lean_balance (VOXFX_LEVEL_SET_GATHER_BALANCE)
-
 // ---------------------------------------------------------------- the gather's work (benches)
 
 // What the lean gather of one launch does (surface_gpu.GATHER_WORK, bench/flip_sparse.py
@@ -324,34 +320,11 @@ extern "C" __global__ void particle_level_set_lean_split(GATHER_LEAN_ARGS, int p
 // nodes; [1] Σ over warps and rows of 32 × the row's most points a lane tests (the lanes' slots
 // the warp spends); [2] nodes gathered; [3] interior nodes; [4] Σ over tiles of 16 × its slowest
 // warp's Σ of row maxima × 32 (a block a tile: the SM's slots the block holds); [5] the same with
-// a tile over 4 blocks of 4 warps; [6] the most points a node tests; [7] [1] for the balanced gather (a model:
-// balanced_row_slots); [8 + b] nodes testing points
+// a tile over 4 blocks of 4 warps; [6] the most points a node tests; [7] unused (session 23's model of a
+// balanced gather, whose kernel was slower and was removed in session 25); [8 + b] nodes testing points
 // in [2^b − 1, 2^(b+1) − 1), b < 24. Device only (warp sums, shared rows): the host harnesses' stubs
 // (tests/cuda_host.py) define blockIdx as a macro, and leave it out.
 #ifndef blockIdx
-// The lane slots of a row of cells in particle_level_set_lean_balance (voxfx_surface_balance.cuh), a model in
-// tests' worth of the warp's issue (a test ~21 instructions): below BALANCE_ROW points in the fullest lane, 32 ×
-// that; else 32 × the share (the 9th fullest lane's points: in place), a round of 32 lanes for each 32 points an
-// owner hands over (the terms), the fullest owner's chain (~8 instructions a point: 8/21 of a test) and ~5 tests'
-// worth for the plan (the ranks). trip: this lane's points; most: the warp's most; row: the warp's 32 words of
-// shared memory, share its one.
-__device__ __forceinline__ unsigned long long balanced_row_slots(unsigned int trip, unsigned int most, int lane,
-                                                             unsigned int* __restrict__ row, unsigned int& share)
-{
-    if (most < BALANCE_ROW) return 32ull * most;
-    row[lane] = trip;  // the warp's 32 trips (shared), as balance_plan ranks them
-    __syncwarp();
-    int rank = 0;
-    for (int b = 0; b < 32; ++b) rank += (row[b] > trip || (row[b] == trip && b < lane)) ? 1 : 0;
-    if (rank == BALANCE_OWNERS) share = trip;
-    __syncwarp();
-    const unsigned int cut = share;
-    const unsigned int handed = rank < BALANCE_OWNERS ? trip - cut : 0u;
-    const int rounds = warp_all_sum((int)((handed + 31u) / 32u));
-    __syncwarp();  // row and share read before the next row writes them
-    return 32ull * cut + 32ull * (unsigned int)rounds + (32ull * (most - cut) * 8u + 20u) / 21u + 32ull * 5u;
-}
-
 extern "C" __global__ void gather_work(const int* __restrict__ starts, const unsigned char* __restrict__ active,
                                        const unsigned char* __restrict__ interior, int skip, int nbx, int nby,
                                        int nx, int ny, int nz, float ox, float oy, float oz, float h, float cox,
@@ -360,7 +333,6 @@ extern "C" __global__ void gather_work(const int* __restrict__ starts, const uns
 {
     __shared__ unsigned long long warp_time[TILE_X * TILE_Y * TILE_Z / 32];
     __shared__ unsigned int hist[24];
-    __shared__ unsigned int trips[TILE_X * TILE_Y * TILE_Z], shares[TILE_X * TILE_Y * TILE_Z / 32];
     const long long b = blockIdx.x;
     if (!active[b]) return;  // the whole block
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
@@ -373,7 +345,7 @@ extern "C" __global__ void gather_work(const int* __restrict__ starts, const uns
     const float x = ((float)i + 0.5f) * h + ox, y = ((float)j + 0.5f) * h + oy, z = ((float)k + 0.5f) * h + oz;
     const bool inner = in && interior_at(interior, skip, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz);
     const bool gathers = in && !inner;
-    unsigned long long mine = 0, slots = 0, balanced = 0;
+    unsigned long long mine = 0, slots = 0;
     if (row_in) {
         float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
         float Rc = R * inv_edge + SLACK;
@@ -394,7 +366,6 @@ extern "C" __global__ void gather_work(const int* __restrict__ starts, const uns
                 mine += trip;
                 const unsigned int most = warp_all_max_redux(trip);
                 slots += 32ull * most;
-                balanced += balanced_row_slots(trip, most, lane, trips + 32 * warp, shares[warp]);
             }
         }
     }
@@ -411,7 +382,6 @@ extern "C" __global__ void gather_work(const int* __restrict__ starts, const uns
     if (lane == 0) {
         atomicAdd(out + 0, (unsigned long long)tests);
         atomicAdd(out + 1, slots);
-        atomicAdd(out + 7, balanced);
         atomicAdd(out + 2, (unsigned long long)gathered);
         atomicAdd(out + 3, (unsigned long long)inners);
     }

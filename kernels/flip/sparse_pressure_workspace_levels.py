@@ -74,24 +74,6 @@ _KC = {blocks: setup.Kernels("flip_sparse_pressure_setup.cu", (), setup.THREADS,
 _NON_PORTABLE = set()  # ids of the 16-block kernels allowed their non-portable cluster (Kernels keeps them)
 
 
-# VOXFX_SPARSE_SETUP_TAIL_STOP (read at each set-up; in the set-up graph's key): "1" — the fast block's
-# tail (``tail_group`` "fast", and "hybrid"'s levels after its cluster's) stops after the last level
-# the V-cycle keeps (mgs_tail_levels_fast_stop*: before each level the rule of
-# ``sparse_pressure_setup.levels_kept`` on the levels before it, MG_MIN_SIDE), the levels past it
-# not built: their cnt and span rows stay as the host wrote them (counts 0, spans −2^31 + 1), which
-# every reader of the sizes (``levels_kept``, ``ahead_depth_reference``, the held levels' rows) reads
-# past the kept levels only as "no unknowns". The kept levels' tables, counts and spans the same
-# integers (host harness on threads: tests/unit/test_cuda_sparse_setup_cluster_host.py). "0" (the
-# default): every level to the last. Issue 24 (s23i): at 8M levels 6 and 7 are never kept (s22b:
-# levels 5–7 of the tail ~0.040 ms in one block, ~13 µs a level). Proven on the CPU, not yet on a GPU.
-TAIL_STOPS = ("0", "1")
-
-
-def tail_stop(given=None) -> str:
-    """Whether the fast block's tail stops after the V-cycle's last level (``TAIL_STOPS``)."""
-    return env_choice("VOXFX_SPARSE_SETUP_TAIL_STOP", TAIL_STOPS, given)
-
-
 def tail_group(given=None) -> str:
     """The tail's group of threads (``TAIL_GROUPS``)."""
     return env_choice("VOXFX_SPARSE_SETUP_TAIL_GROUP", TAIL_GROUPS, given, default="fast")
@@ -136,7 +118,7 @@ def _launch_levels(grid, kind, ws, level0, base, bounds, most, keep=False):
                 held_levels.launch(ws, fine)
             elif graph:
                 key = (ws.generation, int(ws.arena.data.ptr), fine[1], first, setup.SCAN, scan_way(), _scatter(),
-                       joined, pair, _tail_way(), tail_stop())
+                       joined, pair, _tail_way())
                 ws.graphs.run(key, partial(_coarser, fine, ws, first), partial(_tail_record, first, fine, ws))
             else:
                 _coarser(fine, ws, first, *_tail_record(first, fine, ws, ws.rec))
@@ -360,11 +342,7 @@ def _tail_groups(first, ws, rec, group, blocks):
             _NON_PORTABLE.add(id(kernel))
         kernels.launch_grid(cluster, (blocks,), (setup._TAIL_THREADS,),
                             (rec, np.int32(first), np.int32(split), sizes[:4 * count], sizes[4 * count:]))
-    if split < count and tail_stop() == "1":  # no level past the V-cycle's last
-        setup._K.launch_grid(name.replace("mgs_tail_levels", "mgs_tail_levels_fast_stop"), (1,), (_FAST_THREADS,),
-                            (rec, np.int32(split), np.int32(count), sizes[:4 * count], sizes[4 * count:],
-                             np.int32(setup.MG_MIN_SIDE)))
-    elif split < count:
+    if split < count:
         setup._K.launch_grid(name.replace("mgs_tail_levels", "mgs_tail_levels_fast"), (1,), (_FAST_THREADS,),
                             (rec, np.int32(split), np.int32(count), sizes[:4 * count], sizes[4 * count:]))
 

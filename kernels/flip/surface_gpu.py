@@ -110,13 +110,6 @@ LEVEL_SET_SUMS = ("fused", "plain")
 # 138.9 → 128.8 ms, level_set() to the host 235.8 → 230.6 ms (frame 11: 28.8 → 26.4, 52.9 → 50.3); 8M frames
 # 6–11 gather 18.9 → 17.4 ms; φ the same bits every frame
 GATHER_SPLITS = ("4", "1", "2", "8")
-# VOXFX_LEVEL_SET_GATHER_BALANCE (gather_balance; s23h, issue 24): "on" gathers with
-# particle_level_set_lean_balance (include/voxfx_surface_balance.cuh): in a row of cells whose fullest lane tests
-# ≥ 64 points, the warp's 8 fullest lanes keep in place only the 9th's count and the whole warp makes the terms
-# of their other points, each node adding its own in order — the same φ bits (host harness
-# tests/unit/test_cuda_surface_balance_host.py). Its tile over max(split, 4) blocks. "off" (default): the kernel
-# before. Proven on the CPU only; not yet timed on a GPU
-GATHER_BALANCES = ("off", "on")
 # VOXFX_LEVEL_SET_GATHER_WORK=1 (benches, with STATS): the gather's work counters (flip_surface_lean.cu
 # gather_work) into STATS, launched after the gather's mark (they land in the next stage's time)
 LEAN_BLOCKS = 2  # "lean" gather: 2 (no launch bounds, 48 registers) or 3 blocks a tile an SM (_3; no faster)
@@ -158,12 +151,6 @@ def gather_split(given=None) -> int:
     """Blocks a node tile of the lean gather (``GATHER_SPLITS``): *given*, else
     ``VOXFX_LEVEL_SET_GATHER_SPLIT``, else 4."""
     return int(env_choice("VOXFX_LEVEL_SET_GATHER_SPLIT", GATHER_SPLITS, given and str(given)))
-
-
-def gather_balance(given=None) -> bool:
-    """Whether the lean gather balances its lanes (``GATHER_BALANCES``): *given*, else
-    ``VOXFX_LEVEL_SET_GATHER_BALANCE``, else off."""
-    return env_choice("VOXFX_LEVEL_SET_GATHER_BALANCE", GATHER_BALANCES, given) == "on"
 
 
 def level_set_mode(mode=None) -> str:
@@ -316,14 +303,12 @@ def _gather_kernel(R) -> tuple:
 
 def _gather_launch(name) -> tuple:
     """(kernel, blocks a tile) of the gather *name* (``_gather_kernel``'s): lean's over ``gather_split()`` blocks
-    (``particle_level_set_lean_split`` where more than one), or balanced (``gather_balance``:
-    ``particle_level_set_lean_balance``, at least 4 blocks: its blocks hold at most 4 warps,
-    voxfx_surface_balance.cuh's BALANCE_WARPS); any other gather a block a tile. Each the same φ bits."""
+    (``particle_level_set_lean_split`` where more than one); any other gather a block a tile. Each the same φ
+    bits. (s23h's gather with its lanes balanced was slower on the GPU and was removed in
+    session 25: bench/RESULTS.md.)"""
     if name != "particle_level_set_lean":
         return name, 1
     split = gather_split()
-    if gather_balance():
-        return "particle_level_set_lean_balance", max(split, 4)
     return ("particle_level_set_lean_split" if split > 1 else name), split
 
 
@@ -336,7 +321,7 @@ def _gather_work(active, starts, interior_flags, skip, nb, grid_args, cell_args,
         np.float32(R), out))
     o = [int(v) for v in out.get()]
     STATS.update(tests=o[0], lane_slots=o[1], gathered=o[2], interior=o[3], tile_slots=o[4], quarter_slots=o[5],
-                 most_tests=o[6], balance_slots=o[7], tests_255=sum(o[16:32]), tests_1023=sum(o[18:32]),
+                 most_tests=o[6], tests_255=sum(o[16:32]), tests_1023=sum(o[18:32]),
                  tests_4095=sum(o[20:32]))
 
 

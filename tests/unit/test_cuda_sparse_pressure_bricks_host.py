@@ -329,8 +329,7 @@ def test_every_setup_launch_names_a_kernel_of_its_module_with_its_arguments():
     scans = {"scan_tile_sums", "scan_tiles", "scan_lookback", "scan_lookback_pair", "scan_lookback_wide",
              "scan_lookback_pair_wide"}
     assert scans <= seen[sparse_pressure_scan.__file__]
-    twins = {"mgs_tail_levels_fast": 5, "mgs_tail_levels_fast_scatter": 5, "mgs_tail_levels_fast_stop": 6,
-             "mgs_tail_levels_fast_stop_scatter": 6}  # _tail_groups' launches by computed names
+    twins = {"mgs_tail_levels_fast": 5, "mgs_tail_levels_fast_scatter": 5}  # _tail_groups' computed names
     assert {name: params["K"].get(name) for name in twins} == twins
     assert {"mgb_ranked", "mgs_parents", "mgs_coarsen", "mgs_prolong_table", "mgs_restrict_table", "unk_order",
             "unk_tables_strided", "mgs_tail_levels", "mgs_level_tables_down", "mgs_prolong_restrict",

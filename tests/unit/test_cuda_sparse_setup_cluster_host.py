@@ -11,7 +11,6 @@ chunk carry gives another table."""
 
 import re
 
-import numpy as np
 import pytest
 
 from tests.unit.test_cuda_exact import _build, with_defines
@@ -81,17 +80,12 @@ template <typename T> T host_add(T* p, T v) { return __atomic_fetch_add(p, v, __
 #define atomicAdd host_add
 #include "flip_sparse_pressure_setup.cu"
 // 0 mgs_tail_levels, 1 mgs_tail_levels_cluster, 2 mgs_tail_levels_fast, 3 the tail's first level by the
-// cluster and the rest by the fast block ("hybrid"); + 4: the _scatter kernels; 8 mgs_tail_levels_fast_stop,
-// 9 its _scatter twin (on min_side, the driver's MG_MIN_SIDE).
-static int tail_kernel, tail_blocks, tail_threads, tail_min_side;
+// cluster and the rest by the fast block ("hybrid"); + 4: the _scatter kernels.
+static int tail_kernel, tail_blocks, tail_threads;
 static void run_group(int kernel, int blocks, int threads, const long long* rec, int first, int count, int* cnt,
                       int* span);
 static void run_tail(const long long* rec, int first, int count, int* cnt, int* span) {
     const int way = tail_kernel % 4, scatter = tail_kernel / 4;
-    if (tail_kernel >= 8) {
-        run_group(tail_kernel, 1, tail_threads, rec, first, count, cnt, span);
-        return;
-    }
     if (way == 0) run_group(4 * scatter, 1, tail_threads, rec, first, count, cnt, span);
     if (way == 1) run_group(1 + 4 * scatter, tail_blocks, tail_threads, rec, first, count, cnt, span);
     if (way == 2) run_group(2 + 4 * scatter, 1, tail_threads, rec, first, count, cnt, span);
@@ -126,9 +120,7 @@ static void run_group(int kernel, int blocks, int threads, const long long* rec,
                 else if (kernel == 2) mgs_tail_levels_fast(rec, first, count, cnt, span);
                 else if (kernel == 4) mgs_tail_levels_scatter(rec, first, count, cnt, span);
                 else if (kernel == 5) mgs_tail_levels_cluster_scatter(rec, first, count, cnt, span);
-                else if (kernel == 6) mgs_tail_levels_fast_scatter(rec, first, count, cnt, span);
-                else if (kernel == 8) mgs_tail_levels_fast_stop(rec, first, count, cnt, span, tail_min_side);
-                else mgs_tail_levels_fast_stop_scatter(rec, first, count, cnt, span, tail_min_side);
+                else mgs_tail_levels_fast_scatter(rec, first, count, cnt, span);
             });
     for (auto& th : pool) th.join();
     threaded = false;
@@ -153,11 +145,7 @@ def harness_source(mutation=None):
     old = 'if (scanf("%d", &tail) != 1) tail = 0;'
     assert old in driver
     driver = driver.replace(old, 'if (scanf("%d %d %d %d", &tail, &tail_kernel, &tail_blocks, &tail_threads) != 4) '
-                                 'return 2;\n    tail_min_side = min_side;')
-    old = "print_kept(min_side, count, cnt, span, built);"  # then every level's cnt and span row
-    assert old in driver
-    driver = driver.replace(old, old + '\n    printf("SIZES\\n");\n    for (int v : cnt) printf("%d\\n", v);\n'
-                                       '    for (int v : span) printf("%d\\n", v);')
+                                 'return 2;')
     stubs = STUBS
     if mutation is not None:
         header = (Path(backend.CUDA_INCLUDE) / "voxfx_setup_groups.cuh").read_text()
@@ -179,14 +167,6 @@ def cluster_harness(tmp_path_factory):
     return _harness(tmp_path_factory)
 
 
-def _levels_and_sizes(harness, lines, check=True):
-    """The harness's output for *lines*: (the kept levels' words for ``assert_levels``, every
-    level's cnt and span rows as the int32 sizes of ``Workspace.sizes``: 4 a level, then 6)."""
-    words = harness.raw(lines, check=check).split()
-    at = words.index("SIZES") if "SIZES" in words else len(words)
-    return words[:at], np.array([int(w) for w in words[at + 1:]], np.int64).astype(np.int32)
-
-
 # (kernel, blocks, threads): the block on 1 × 37 threads, the cluster on 3 × 40 (a partial warp),
 # 2 × 64 and 8 × 32 — each level's scans over several chunks of the cluster's threads —, the fast
 # block on 1 × 40 and 1 × 64, the hybrid on 3 × 40 then 1 × 40; kernel + 4: the _scatter kernels.
@@ -205,7 +185,7 @@ def test_tails_on_threads_build_the_numpy_tables(cluster_harness, scene, tail, k
     """The tail from level 1 or 2 on threads (the cluster's on several blocks) gives every kept
     level's m, m_red, nbr, diag, up and down of the NumPy VCycle."""
     lines, M = scene_lines(scene)
-    out, _ = _levels_and_sizes(cluster_harness, lines + [f"{tail} {kernel} {blocks} {threads}"])
+    out = cluster_harness.raw(lines + [f"{tail} {kernel} {blocks} {threads}"], check=True).split()
     assert_levels(out, M)
 
 
@@ -227,69 +207,6 @@ def test_a_wrong_cluster_scan_builds_other_tables(tmp_path_factory, mutant):
     """The mutants of SetupCluster's scan fail the oracle that the kernel passes."""
     harness = _harness(tmp_path_factory, MUTANTS[mutant], name="setup_cluster_" + mutant)
     lines, M = scene_lines("tank")
-    out, _ = _levels_and_sizes(harness, lines + ["1 2 1 40" if mutant.startswith("fast") else "1 1 3 40"], False)
+    out = harness.raw(lines + ["1 2 1 40" if mutant.startswith("fast") else "1 1 3 40"]).split()
     with pytest.raises((AssertionError, ValueError, IndexError)):  # other tables, or none readable
         assert_levels(out, M)
-
-
-# VOXFX_SPARSE_SETUP_TAIL_STOP "1" (mgs_tail_levels_fast_stop*): the fast block's tail on 40 and 64
-# threads, from level 1 or 2, each restriction.
-STOP_RUNS = [(8, 40), (8, 64), (9, 40), (9, 64)]
-STOP_IDS = ["stop-1x40", "stop-1x64", "stop-scatter-1x40", "stop-scatter-1x64"]
-
-
-def _kept_counts(sizes, count):
-    """The level counts the host reads off *sizes*: ``levels_kept`` on ``level_extents`` and
-    ``ahead_depth_reference`` with and without the MG_DENSE "2" drop."""
-    from voxfx.kernels.flip import sparse_pressure_setup as setup
-    from voxfx.kernels.flip.sparse_pressure_solve_ahead import ahead_depth_reference
-
-    cnt_h, span_h = sizes[:4 * count].reshape(count, 4), sizes[4 * count:].reshape(count, 6)
-    with np.errstate(over="ignore"):
-        kept = setup.levels_kept(setup.level_extents(cnt_h, span_h, count), count)
-    return kept, ahead_depth_reference(sizes, count, -1), ahead_depth_reference(sizes, count, 128)
-
-
-@pytest.mark.usefixtures("mg_dense_sweeps")
-@pytest.mark.parametrize("kernel,threads", STOP_RUNS, ids=STOP_IDS)
-@pytest.mark.parametrize("tail", [1, 2])
-@pytest.mark.parametrize("scene", ["tank", "sealed", "sheet"])
-def test_stopping_tail_builds_the_kept_levels_and_no_other(cluster_harness, scene, tail, kernel, threads):
-    """The stopping tail gives the NumPy VCycle's levels and tables, the kept levels' cnt and span
-    rows of the fast tail that builds every level, the rows past them as the host wrote them (0,
-    −2^31 + 1), and the same level counts read off the sizes (``levels_kept``, the ahead solve's)."""
-    from voxfx.kernels.flip import sparse_pressure_setup as setup
-
-    lines, M = scene_lines(scene)
-    out, stop = _levels_and_sizes(cluster_harness, lines + [f"{tail} {kernel} 1 {threads}"])
-    assert_levels(out, M)
-    full_kernel = {8: 2, 9: 6}[kernel]  # the fast tail with the same restriction, which builds every level
-    _, full = _levels_and_sizes(cluster_harness, lines + [f"{tail} {full_kernel} 1 {threads}"])
-    count = stop.size // 10
-    assert full.size == stop.size == 10 * count
-    kept = _kept_counts(full, count)[0]
-    assert kept == len(M.levels)
-    assert _kept_counts(stop, count) == _kept_counts(full, count)
-    cnt_s, cnt_f = stop[:4 * count].reshape(count, 4), full[:4 * count].reshape(count, 4)
-    span_s, span_f = stop[4 * count:].reshape(count, 6), full[4 * count:].reshape(count, 6)
-    assert np.array_equal(cnt_s[:kept], cnt_f[:kept]) and np.array_equal(span_s[:kept], span_f[:kept])
-    assert not cnt_s[kept:].any() and np.all(span_s[kept:] == setup._NO_SPAN)
-    if scene == "tank":  # a level past the kept ones that the full tail builds (14 cells, no unknowns): not here
-        assert kept < count and (cnt_f[kept:].any() or np.any(span_f[kept:] != setup._NO_SPAN))
-
-
-# The stop rule's mistakes: a level too many (the rule on the levels before the one before), a
-# level too few (the level's own row in the rule: it stops before building it), no stop (every level
-# built: the rows past the kept levels written).
-STOP_MUTANTS = {"one-more": ("for (int j = 0; j < l; ++j) {", "for (int j = 0; j < l - 1; ++j) {"),
-                "one-fewer": ("for (int j = 0; j < l; ++j) {", "for (int j = 0; j <= l; ++j) {"),
-                "never": ("for (int j = 0; j < l; ++j) {", "for (int j = 0; j < 0; ++j) {")}
-
-
-@pytest.mark.usefixtures("mg_dense_sweeps")
-@pytest.mark.parametrize("mutant", sorted(STOP_MUTANTS))
-def test_a_wrong_stop_rule_fails_the_stopping_tails_test(tmp_path_factory, mutant):
-    """Each mutant of tail_level_kept fails the checks the kernel passes (tank, from level 1)."""
-    harness = _harness(tmp_path_factory, STOP_MUTANTS[mutant], name="setup_stop_" + mutant)
-    with pytest.raises(AssertionError):
-        test_stopping_tail_builds_the_kept_levels_and_no_other(harness, "tank", 1, 8, 40)

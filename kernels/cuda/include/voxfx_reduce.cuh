@@ -168,16 +168,13 @@ __device__ __forceinline__ unsigned int warp_all_max(unsigned int v)
     return v;
 }
 
-// warp_all_max with one redux instruction on sm_80+ (the butterfly before); on the host the one lane's value,
-// unless a threaded harness brings its warps' max: HOST_WARP_MAX(v) (tests/unit/test_cuda_surface_balance_host.py).
+// warp_all_max with one redux instruction on sm_80+ (the butterfly before); on the host the one lane's value.
 __device__ __forceinline__ unsigned int warp_all_max_redux(unsigned int v)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     return __reduce_max_sync(0xffffffffu, v);
 #elif defined(__CUDA_ARCH__)
     return warp_all_max(v);
-#elif defined(HOST_WARP_MAX)
-    return HOST_WARP_MAX(v);
 #else
     return v;
 #endif

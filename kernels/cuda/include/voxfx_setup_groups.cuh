@@ -172,27 +172,4 @@ struct SetupCluster {
 };
 
 #endif  // TAIL_CLUSTER
-
-// Whether the V-cycle keeps level l (VOXFX_SPARSE_SETUP_TAIL_STOP "1": the _stop kernels): as
-// sparse_pressure_setup.levels_kept and sparse_pressure_solve_ahead.ahead_depth_reference, every
-// level before it has unknowns (cnt[4j + 2] > 0) spanning at least min_side cells on its widest axis
-// (an axis's span entries added in int32, wrapping as the host's do, + 1). Read volatile: the levels
-// of this launch were written by other threads (atomics) before a barrier. Issue 24, 8M dam break on
-// an H100 (s22b, bench/RESULTS.md): levels 6 and 7 (~6 unknowns, then none) never kept, ~0.025 ms
-// of the tail's 0.066.
-__device__ __forceinline__ bool tail_level_kept(const int* cnt, const int* span, int l, int min_side)
-{
-    const volatile int* c = cnt;
-    const volatile int* s = span;
-    for (int j = 0; j < l; ++j) {
-        if (c[4 * j + 2] == 0) return false;
-        int e = (int)((unsigned)s[6 * j] + (unsigned)s[6 * j + 3]);
-        for (int a = 1; a < 3; ++a) {
-            const int w = (int)((unsigned)s[6 * j + a] + (unsigned)s[6 * j + a + 3]);
-            e = w > e ? w : e;
-        }
-        if (e < min_side - 1) return false;  // e + 1 < min_side, no overflow at INT_MAX
-    }
-    return true;
-}
 #endif
