@@ -103,12 +103,15 @@ def cells_brick(given=None) -> str:
 # CELLS_BRICK "fused" or "inner"): "links" — cells_rhs_brick_pairs joins of a face's 64 links only
 # those whose face predecessor is no FLUID–FLUID link (a full face: 1 unite; "fused" only); "label" —
 # cells_label_brick, a block a slot, finds on the global parents only the roots of cells whose parent
-# is themselves or outside their brick, the rest in shared memory; "1" both; "0" (the default)
-# neither. The same labels, reach, count and kinds (host harness:
-# tests/unit/test_cuda_sparse_pressure_cells_brick_host.py). s22e's numbers (H100, 8M): the face
-# links ~0.025 ms of cells_rhs_brick's 0.078–0.085, cells_label 0.023–0.027. Proven on the CPU, not
-# yet on a GPU.
-CELLS_PAIRS = ("0", "links", "label", "1")
+# is themselves or outside their brick, the rest in shared memory; "1" both (the default since
+# session 25); "0" neither (the kernels before, the A/B). The same labels, reach, count and kinds
+# (host harness: tests/unit/test_cuda_sparse_pressure_cells_brick_host.py; GPU file
+# tests/gpu/test_flip_sparse_cells_pairs_gpu.py, the pressure bit for bit). H100 80GB HBM3, 8M dam
+# break, each set-up kernel's device time (bench/flip_sparse_setup_kernels.py, the ways in turn, two
+# processes): the cells stage 0.134 / 0.122 ms ("0") → 0.108 / 0.107 ("1"; "links" alone 0.113 / 0.111,
+# "label" alone 0.122 / 0.121: its pass is quicker after the paired links); the 8M row's substep A/B
+# (24 substeps, both orders) −0.11 / +0.07 ms, within the host's noise.
+CELLS_PAIRS = ("1", "0", "links", "label")
 
 
 def cells_pairs(given=None) -> str:

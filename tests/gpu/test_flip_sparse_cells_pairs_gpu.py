@@ -1,10 +1,11 @@
 """The cells stage's face links by pairs and its label pass by brick (sparse_pressure_cells.CELLS_PAIRS
-"links": cells_rhs_brick_pairs; "label": cells_label_brick; "1" both) against the default ("0":
-cells_rhs_brick's 64 unites a face, cells_label) on the device's real concurrent blocks: the stage's b,
-kinds, labels, reach and sealed count bit for bit on fresh random liquids, pools of thousands of bricks
-(speckled: many sealed regions; all FLUID: one component across every face) repeated on one grid, and
-the same pressure bit for bit through solve_pressure. On the host: tests/unit/
-test_cuda_sparse_pressure_cells_brick_host.py (issue 24, helper s23i; proven there, first run here)."""
+"links": cells_rhs_brick_pairs; "label": cells_label_brick; "1" both, the default since session 25)
+against the kernels before ("0": cells_rhs_brick's 64 unites a face, cells_label) on the device's real
+concurrent blocks: the stage's b, kinds, labels, reach and sealed count bit for bit on fresh random
+liquids, pools of thousands of bricks (speckled: many sealed regions; all FLUID: one component across
+every face) repeated on one grid, and the same pressure bit for bit through solve_pressure. On the host:
+tests/unit/test_cuda_sparse_pressure_cells_brick_host.py (issue 24, helper s23i; proven there, first run
+here)."""
 
 import numpy as np
 import pytest

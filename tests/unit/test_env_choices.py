@@ -66,7 +66,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
     (sparse_pressure_scan.scan_way, "VOXFX_SPARSE_SCAN_WAY", sparse_pressure_scan.SCAN_WAYS, "1"),
     (sparse_pressure_workspace_levels.tail_group, "VOXFX_SPARSE_SETUP_TAIL_GROUP",
      sparse_pressure_workspace_levels.TAIL_GROUPS, "fast"),
-    (sparse_pressure_cells.cells_pairs, "VOXFX_SPARSE_CELLS_PAIRS", sparse_pressure_cells.CELLS_PAIRS, "0"),
+    (sparse_pressure_cells.cells_pairs, "VOXFX_SPARSE_CELLS_PAIRS", sparse_pressure_cells.CELLS_PAIRS, "1"),
     (sparse_pressure_buffers.first_caps, "VOXFX_SPARSE_SETUP_FIRST_CAPS", sparse_pressure_buffers.FIRST_MODES, "grown"),
     (lambda given=None: str(sparse_multigrid_kept.keep_every(given)), "VOXFX_SPARSE_MG_KEEP",
      sparse_multigrid_kept.KEEP_WAYS, "0"),
