@@ -26,7 +26,10 @@ NumPy or where
 ``sparse_topology_ahead._plan`` says the pipeline would not take the ahead way; the first substep has none to
 take. The same kernel code on the same values: the same flags, maxima and count (host harness
 tests/unit/test_cuda_g2p_marks_host.py), so the same topology and particles to the bit
-(tests/gpu/test_flip_sparse_g2p_marks_gpu.py). "0" (the default until a device call says otherwise): as before.
+(tests/gpu/test_flip_sparse_g2p_marks_gpu.py). "1" the default since session 25 (H100 80GB HBM3, 8M dam break:
+the G2P kernel 0.819 ms with the marks against 0.821 without, the topology's lag 0.068 → 0.007 ms and the paced
+step's paired median −0.34 ms a substep with the device's events, +0.07 without (bench/flip_sparse.py --pace);
+the substep-alternating A/B, the marks' cost alone, −0.17, −0.04, 0.00, −0.11 ms in four runs). "0": as before.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ counts = {"made": 0, "taken": 0, "refused": 0, "speeds": 0}  # marks written, ta
 
 def marks_mode(given=None) -> str:
     """``VOXFX_SPARSE_G2P_MARKS`` (or *given*): "1" writes the next topology's marks in the G2P."""
-    return env_choice("VOXFX_SPARSE_G2P_MARKS", MARKS_MODES, given, default="0")
+    return env_choice("VOXFX_SPARSE_G2P_MARKS", MARKS_MODES, given, default="1")
 
 
 class Marks:

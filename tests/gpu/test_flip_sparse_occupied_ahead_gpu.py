@@ -17,6 +17,7 @@ from voxfx.kernels.grid import GridSpec
 
 @pytest.fixture
 def counts(monkeypatch):
+    monkeypatch.setenv("VOXFX_SPARSE_G2P_MARKS", "0")  # the ahead alone: the G2P's marks (the default) replace it
     monkeypatch.setattr(ahead, "counts", {"launched": 0, "taken": 0, "refused": 0})
     return ahead.counts
 

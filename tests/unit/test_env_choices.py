@@ -54,7 +54,7 @@ SWITCHES = [  # (the switch, its variable, its ways, its default)
      sparse_topology_update.TOPOLOGY_UPDATES, "fused"),
     (sparse_topology_tables.tables_mode, "VOXFX_SPARSE_TOPOLOGY_TABLES", sparse_topology_tables.TABLES, "fused"),
     (sparse_topology_ahead.ahead_mode, "VOXFX_SPARSE_OCCUPIED_AHEAD", sparse_topology_ahead.AHEAD_MODES, "1"),
-    (sparse_g2p_marks.marks_mode, "VOXFX_SPARSE_G2P_MARKS", sparse_g2p_marks.MARKS_MODES, "0"),
+    (sparse_g2p_marks.marks_mode, "VOXFX_SPARSE_G2P_MARKS", sparse_g2p_marks.MARKS_MODES, "1"),
     (sparse_topology_tables_ahead.mode, "VOXFX_SPARSE_TABLES_AHEAD", sparse_topology_tables_ahead.MODES, "1"),
     (sparse_grid.margin_mode, "VOXFX_SPARSE_MARGIN", sparse_grid.MARGIN_MODES, "brick"),
     (sparse_transfer.p2g_tail, "VOXFX_SPARSE_P2G_TAIL", sparse_transfer.P2G_TAILS, "live"),
