@@ -64,34 +64,21 @@ __device__ __forceinline__ float node_phi(const float4* __restrict__ packed, con
     float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
     float Rc = R * inv_edge + SLACK;
 
-    int klo = max((int)floorf(uz - Rc), 0), khi = min((int)floorf(uz + Rc), cz - 1);
-    int jlo = max((int)floorf(uy - Rc), 0), jhi = min((int)floorf(uy + Rc), cy - 1);
     NodeSums m = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    for (int ck = klo; ck <= khi; ++ck) {
-        float gz = gap_to_cell(uz, ck);
-        float left_z = Rc * Rc - gz * gz;
-        if (left_z <= 0.0f) continue;
-        for (int cj = jlo; cj <= jhi; ++cj) {
-            float gy = gap_to_cell(uy, cj);
-            float left = left_z - gy * gy;
-            if (left <= 0.0f) continue;
-            float half = sqrtf(left);  // half-width of the sphere's slice over this row, in cells
-            int ilo = max((int)floorf(ux - half - SLACK), 0), ihi = min((int)floorf(ux + half + SLACK), cx - 1);
-            if (ilo > ihi) continue;
-            int row = (ck * cy + cj) * cx;
-            // Cells ilo..ihi of one row are contiguous in the sorted order.
-            int first = starts[row + ilo], last = starts[row + ihi + 1];
-            for (int s = first; s < last; ++s) {
-                float4 q = packed[s];
-                float dx = q.x - x, dy = q.y - y, dz = q.z - z;
-                float d2 = (dx * dx + dy * dy) + dz * dz;
-                if (d2 < R2) {
-                    float t = 1.0f - d2 / R2;
-                    add_terms(m, (t * t) * t, dx, dy, dz, q.w);  // fused or not: voxfx_surface.cuh
-                }
+    for_reached_rows(ux, uy, uz, Rc, cx, cy, cz, [&](int row, int ilo, int ihi) {
+        if (ilo > ihi) return;
+        // Cells ilo..ihi of one row are contiguous in the sorted order.
+        int first = starts[row + ilo], last = starts[row + ihi + 1];
+        for (int s = first; s < last; ++s) {
+            float4 q = packed[s];
+            float dx = q.x - x, dy = q.y - y, dz = q.z - z;
+            float d2 = (dx * dx + dy * dy) + dz * dz;
+            if (d2 < R2) {
+                float t = 1.0f - d2 / R2;
+                add_terms(m, (t * t) * t, dx, dy, dz, q.w);  // fused or not: voxfx_surface.cuh
             }
         }
-    }
+    });
     return phi_of_sums(m.W, m.sx, m.sy, m.sz, m.sr, band);
 }
 

@@ -129,32 +129,19 @@ __device__ __forceinline__ float node_phi_lean(const float4* __restrict__ packed
     float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
     float Rc = R * inv_edge + SLACK;
 
-    int klo = max((int)floorf(uz - Rc), 0), khi = min((int)floorf(uz + Rc), cz - 1);
-    int jlo = max((int)floorf(uy - Rc), 0), jhi = min((int)floorf(uy + Rc), cy - 1);
     NodeSums m = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    for (int ck = klo; ck <= khi; ++ck) {
-        float gz = gap_to_cell(uz, ck);
-        float left_z = Rc * Rc - gz * gz;
-        if (left_z <= 0.0f) continue;
-        for (int cj = jlo; cj <= jhi; ++cj) {
-            float gy = gap_to_cell(uy, cj);
-            float left = left_z - gy * gy;
-            if (left <= 0.0f) continue;
-            float half = sqrtf(left);
-            int ilo = max((int)floorf(ux - half - SLACK), 0), ihi = min((int)floorf(ux + half + SLACK), cx - 1);
-            if (ilo > ihi) continue;
-            int row = (ck * cy + cj) * cx;
-            int s = starts[row + ilo], last = starts[row + ihi + 1];
-            for (; s + 4 <= last; s += 4) {
-                float4 a = packed[s], b = packed[s + 1], c = packed[s + 2], d = packed[s + 3];
-                add_particle(m, a, x, y, z, R2, inv);
-                add_particle(m, b, x, y, z, R2, inv);
-                add_particle(m, c, x, y, z, R2, inv);
-                add_particle(m, d, x, y, z, R2, inv);
-            }
-            for (; s < last; ++s) add_particle(m, packed[s], x, y, z, R2, inv);
+    for_reached_rows(ux, uy, uz, Rc, cx, cy, cz, [&](int row, int ilo, int ihi) {
+        if (ilo > ihi) return;
+        int s = starts[row + ilo], last = starts[row + ihi + 1];
+        for (; s + 4 <= last; s += 4) {
+            float4 a = packed[s], b = packed[s + 1], c = packed[s + 2], d = packed[s + 3];
+            add_particle(m, a, x, y, z, R2, inv);
+            add_particle(m, b, x, y, z, R2, inv);
+            add_particle(m, c, x, y, z, R2, inv);
+            add_particle(m, d, x, y, z, R2, inv);
         }
-    }
+        for (; s < last; ++s) add_particle(m, packed[s], x, y, z, R2, inv);
+    });
     return phi_of_sums(m.W, m.sx, m.sy, m.sz, m.sr, band);
 }
 
@@ -349,25 +336,11 @@ extern "C" __global__ void gather_work(const int* __restrict__ starts, const uns
     if (row_in) {
         float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
         float Rc = R * inv_edge + SLACK;
-        int klo = max((int)floorf(uz - Rc), 0), khi = min((int)floorf(uz + Rc), cz - 1);
-        int jlo = max((int)floorf(uy - Rc), 0), jhi = min((int)floorf(uy + Rc), cy - 1);
-        for (int ck = klo; ck <= khi; ++ck) {
-            float gz = gap_to_cell(uz, ck);
-            float left_z = Rc * Rc - gz * gz;
-            if (left_z <= 0.0f) continue;
-            for (int cj = jlo; cj <= jhi; ++cj) {
-                float gy = gap_to_cell(uy, cj);
-                float left = left_z - gy * gy;
-                if (left <= 0.0f) continue;
-                float half = sqrtf(left);
-                int ilo = max((int)floorf(ux - half - SLACK), 0), ihi = min((int)floorf(ux + half + SLACK), cx - 1);
-                int row = (ck * cy + cj) * cx;
-                unsigned int trip = gathers && ilo <= ihi ? (unsigned int)(starts[row + ihi + 1] - starts[row + ilo]) : 0u;
-                mine += trip;
-                const unsigned int most = warp_all_max_redux(trip);
-                slots += 32ull * most;
-            }
-        }
+        for_reached_rows(ux, uy, uz, Rc, cx, cy, cz, [&](int row, int ilo, int ihi) {  // the warp's rows alike
+            unsigned int trip = gathers && ilo <= ihi ? (unsigned int)(starts[row + ihi + 1] - starts[row + ilo]) : 0u;
+            mine += trip;
+            slots += 32ull * warp_all_max_redux(trip);
+        });
     }
     if (lane == 0) warp_time[warp] = slots;
     if (gathers) {

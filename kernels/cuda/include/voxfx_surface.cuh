@@ -24,6 +24,31 @@ __device__ __forceinline__ float gap_to_cell(float u, int c)  // distance from u
     return fmaxf(g - SLACK, 0.0f);
 }
 
+// The rows of binning cells the sphere of Rc cells around (ux, uy, uz) (cell units) reaches, z then y, as
+// node_phi, node_phi_lean and gather_work walk them: for each (y, z) row whose nearest point is within Rc,
+// row(r, ilo, ihi) with r the row's first cell and ilo..ihi the x-cells under the sphere's slice (ilo > ihi:
+// none; the caller skips or counts them).
+template <class Row>
+__device__ __forceinline__ void for_reached_rows(float ux, float uy, float uz, float Rc, int cx, int cy, int cz,
+                                                 Row&& row)
+{
+    int klo = max((int)floorf(uz - Rc), 0), khi = min((int)floorf(uz + Rc), cz - 1);
+    int jlo = max((int)floorf(uy - Rc), 0), jhi = min((int)floorf(uy + Rc), cy - 1);
+    for (int ck = klo; ck <= khi; ++ck) {
+        float gz = gap_to_cell(uz, ck);
+        float left_z = Rc * Rc - gz * gz;
+        if (left_z <= 0.0f) continue;
+        for (int cj = jlo; cj <= jhi; ++cj) {
+            float gy = gap_to_cell(uy, cj);
+            float left = left_z - gy * gy;
+            if (left <= 0.0f) continue;
+            float half = sqrtf(left);  // half-width of the sphere's slice over this row, in cells
+            int ilo = max((int)floorf(ux - half - SLACK), 0), ihi = min((int)floorf(ux + half + SLACK), cx - 1);
+            row((ck * cy + cj) * cx, ilo, ihi);
+        }
+    }
+}
+
 // A particle's terms added to a node's five sums (node_phi, node_phi_lean): W += w, s += w·dx,
 // w·dy, w·dz, w·r. LEVEL_SET_SUMS_FUSED (-D, surface_gpu.level_set_sums, VOXFX_LEVEL_SET_SUMS):
 // 1 — each product and its add as one fmaf (one rounding, not two; --fmad=false stops only the
