@@ -86,8 +86,9 @@ brick scatter alone 0.401 → 0.410 ms at frame 0, **1.195 → 0.903** after the
 frames 6–11 in separate processes (off, on, off, on): P2G device 29.7 / 24.5 / 30.5 / 24.2 ms, the
 user frames 200 / 184 / 210 / 181 ms; the same sums (GPU tests).
 
-The sums re-zeroed by their reader (``VOXFX_SPARSE_SCATTER_REZERO``, ``rezero_mode``; helper h21n,
-not yet run on a GPU): "1" builds the division (p2g_scatter_finish, _cells, _live; SCATTER_REZERO) to
+The sums re-zeroed by their reader (``VOXFX_SPARSE_SCATTER_REZERO``, ``rezero_mode``; helper h21n;
+no faster on an H100, session 22's 8M row A/B: P2G 0.995 → 1.032 ms): "1" builds the division
+(p2g_scatter_finish, _cells, _live; SCATTER_REZERO) to
 zero each sum it read with Σw ≠ 0, so the sums are all zero after it and ``sparse_gpu.particles_to_grid``
 keeps them on the grid between P2Gs (``KeptSums``): the zeroing launch (the memset, or
 p2g_zero_live_sums with the idle bricks' flags) goes. Why all zero: the brick scatter adds only to an
@@ -137,7 +138,7 @@ BANK_MODES = ("flip", "flat")
 SPLIT_MODES = ("on", "off")
 SPLIT_PARTICLES = 4096  # the fewest particles a block of a split brick takes (frame 0 at 8M: ~2,500 a brick)
 SPLIT_BLOCKS = 16  # the most blocks a brick takes (the grid's second dimension)
-# VOXFX_SPARSE_SCATTER_REZERO (helper h21n, not yet run on a GPU): "0" (the default: the sums zeroed
+# VOXFX_SPARSE_SCATTER_REZERO (helper h21n; no faster on an H100, session 22): "0" (the default: the sums zeroed
 # before each scatter) or "1" (the division zeroes what it read, SCATTER_REZERO; the sums kept zero
 # between P2Gs, ``KeptSums``); the same faces, masks and types
 REZERO_MODES = ("0", "1")
