@@ -61,11 +61,8 @@ __device__ __forceinline__ float node_phi(const float4* __restrict__ packed, con
                                           float inv_edge, int cx, int cy, int cz, float R, float band)
 {
     float R2 = R * R;
-    float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
-    float Rc = R * inv_edge + SLACK;
-
     NodeSums m = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    for_reached_rows(ux, uy, uz, Rc, cx, cy, cz, [&](int row, int ilo, int ihi) {
+    for_reached_rows(x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, [&](int row, int ilo, int ihi) {
         if (ilo > ihi) return;
         // Cells ilo..ihi of one row are contiguous in the sorted order.
         int first = starts[row + ilo], last = starts[row + ihi + 1];

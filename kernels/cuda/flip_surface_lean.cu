@@ -126,11 +126,8 @@ __device__ __forceinline__ float node_phi_lean(const float4* __restrict__ packed
 {
     float R2 = R * R;
     float inv = reciprocal_step(R2);
-    float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
-    float Rc = R * inv_edge + SLACK;
-
     NodeSums m = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    for_reached_rows(ux, uy, uz, Rc, cx, cy, cz, [&](int row, int ilo, int ihi) {
+    for_reached_rows(x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, [&](int row, int ilo, int ihi) {
         if (ilo > ihi) return;
         int s = starts[row + ilo], last = starts[row + ihi + 1];
         for (; s + 4 <= last; s += 4) {
@@ -333,10 +330,8 @@ extern "C" __global__ void gather_work(const int* __restrict__ starts, const uns
     const bool inner = in && interior_at(interior, skip, x, y, z, cox, coy, coz, inv_edge, cx, cy, cz);
     const bool gathers = in && !inner;
     unsigned long long mine = 0, slots = 0;
-    if (row_in) {
-        float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
-        float Rc = R * inv_edge + SLACK;
-        for_reached_rows(ux, uy, uz, Rc, cx, cy, cz, [&](int row, int ilo, int ihi) {  // the warp's rows alike
+    if (row_in) {  // the warp's lanes (a row of nodes: one y, z) walk the same rows, each max over one row
+        for_reached_rows(x, y, z, cox, coy, coz, inv_edge, cx, cy, cz, R, [&](int row, int ilo, int ihi) {
             unsigned int trip = gathers && ilo <= ihi ? (unsigned int)(starts[row + ihi + 1] - starts[row + ilo]) : 0u;
             mine += trip;
             slots += 32ull * warp_all_max_redux(trip);

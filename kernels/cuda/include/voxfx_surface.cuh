@@ -24,14 +24,17 @@ __device__ __forceinline__ float gap_to_cell(float u, int c)  // distance from u
     return fmaxf(g - SLACK, 0.0f);
 }
 
-// The rows of binning cells the sphere of Rc cells around (ux, uy, uz) (cell units) reaches, z then y, as
-// node_phi, node_phi_lean and gather_work walk them: for each (y, z) row whose nearest point is within Rc,
-// row(r, ilo, ihi) with r the row's first cell and ilo..ihi the x-cells under the sphere's slice (ilo > ihi:
-// none; the caller skips or counts them).
+// The rows of binning cells the sphere of radius R around the node (x, y, z) reaches, z then y, as
+// node_phi, node_phi_lean and gather_work walk them (in cell units u = (x − co)·inv_edge, the radius
+// Rc = R·inv_edge + SLACK): for each (y, z) row whose nearest point is within Rc, row(r, ilo, ihi) with r
+// the row's first cell and ilo..ihi the x-cells under the sphere's slice (ilo > ihi: none; the caller skips
+// or counts them).
 template <class Row>
-__device__ __forceinline__ void for_reached_rows(float ux, float uy, float uz, float Rc, int cx, int cy, int cz,
-                                                 Row&& row)
+__device__ __forceinline__ void for_reached_rows(float x, float y, float z, float cox, float coy, float coz,
+                                                 float inv_edge, int cx, int cy, int cz, float R, Row&& row)
 {
+    float ux = (x - cox) * inv_edge, uy = (y - coy) * inv_edge, uz = (z - coz) * inv_edge;
+    float Rc = R * inv_edge + SLACK;
     int klo = max((int)floorf(uz - Rc), 0), khi = min((int)floorf(uz + Rc), cz - 1);
     int jlo = max((int)floorf(uy - Rc), 0), jhi = min((int)floorf(uy + Rc), cy - 1);
     for (int ck = klo; ck <= khi; ++ck) {
