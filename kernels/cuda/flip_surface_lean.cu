@@ -96,8 +96,8 @@ extern "C" __global__ void quotient_mismatches(float b, int e, int m0, long long
 // −2⁻²³ and t³ is +0 or at most −2⁻⁶⁹ (−∞ for a far point), never −0; a NaN d2 gives a NaN
 // t³, which fmaxf drops; a hit's t³ ≥ 0 is kept (+0 where q rounds to 1, as the select keeps
 // it). d2 itself stays unfused: the same points weigh more than 0.
-// particle_terms: (w, dx, dy, dz) alone.
-__device__ __forceinline__ float4 particle_terms(float4 q, float x, float y, float z, float R2, float inv)
+__device__ __forceinline__ void add_particle(NodeSums& m, float4 q, float x, float y, float z, float R2,
+                                             float inv)
 {
     float dx = q.x - x, dy = q.y - y, dz = q.z - z;
     float d2 = (dx * dx + dy * dy) + dz * dz;
@@ -108,14 +108,7 @@ __device__ __forceinline__ float4 particle_terms(float4 q, float x, float y, flo
     float w = (t * t) * t;
     w = d2 < R2 ? w : 0.0f;
 #endif
-    return make_float4(w, dx, dy, dz);
-}
-
-__device__ __forceinline__ void add_particle(NodeSums& m, float4 q, float x, float y, float z, float R2,
-                                             float inv)
-{
-    float4 e = particle_terms(q, x, y, z, R2, inv);
-    add_terms(m, e.x, e.y, e.z, e.w, q.w);
+    add_terms(m, w, dx, dy, dz, q.w);
 }
 
 // node_phi over the same cells, the same particles in the same order, the same φ bit for
